@@ -1,0 +1,44 @@
+# privgate — the two commands a new user needs are `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+UV_VERSION := 0.13.8
+
+# Quiet, offline runs: no telemetry; without the first two Prefect prints a
+# "database is locked" traceback when it runs with its temporary local server.
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export DO_NOT_TRACK := 1
+export GX_ANALYTICS_ENABLED := false
+
+.PHONY: install demo test lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock requirements-pycanon.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --require-hashes -r requirements-pycanon.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/privgate demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: install
+	$(BIN)/python benchmarks/datafly_vs_multi.py
+
+# Re-resolve the lock files after changing pyproject.toml.
+lock:
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -q -o requirements.lock
+
+clean:
+	rm -rf $(VENV) releases .pytest_cache

@@ -1,0 +1,227 @@
+"""Dictionary encoding of quasi-identifiers and the frequency set the algorithms search on.
+
+Anonymization algorithms never re-group raw rows. Each quasi-identifier is encoded once into
+integer codes, each hierarchy level becomes a code -> code lookup array, and the table is
+summarized as the histogram of its distinct (QI codes, sensitive codes) tuples. A candidate
+generalization is then evaluated by mapping the few thousand distinct tuples, not the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from core.exceptions import HierarchyError
+from core.hierarchy import Hierarchy
+
+__all__ = ["ClassStats", "EncodedColumn", "EncodedTable", "FrequencySet", "encode_table"]
+
+
+@dataclass(frozen=True)
+class EncodedColumn:
+    """One quasi-identifier: row codes plus, for every level, a code map and its labels.
+
+    Attributes
+    ----------
+    name : str
+    codes : ndarray of int32, shape (n_rows,)
+        Index of each row's value in ``labels[0]``.
+    level_maps : list of ndarray of int32
+        ``level_maps[l][code]`` is the level-``l`` code of a level-0 code.
+    labels : list of ndarray of object
+        ``labels[l][c]`` is the text of level-``l`` code ``c``.
+    """
+
+    name: str
+    codes: np.ndarray
+    level_maps: list[np.ndarray]
+    labels: list[np.ndarray]
+
+    @property
+    def height(self) -> int:
+        return len(self.level_maps) - 1
+
+    def distinct_at(self, level: int) -> int:
+        """Number of distinct level-``level`` labels among the level-0 codes in use."""
+        return len(self.labels[level])
+
+
+def _encode_qi(name: str, values: pd.Series, hierarchy: Hierarchy) -> EncodedColumn:
+    if values.isna().any():
+        first = int(np.flatnonzero(values.isna().to_numpy())[0])
+        raise HierarchyError(
+            f"column {name!r}: {int(values.isna().sum())} missing value(s) in a quasi-identifier "
+            f"(first at row {first}); a hierarchy cannot generalize a missing cell"
+        )
+    codes, uniques = pd.factorize(values, sort=True)
+    table = hierarchy.generalize(list(uniques))
+    level_maps, labels = [], []
+    for level in range(table.shape[1]):
+        level_codes, level_labels = pd.factorize(pd.Series(table[:, level], dtype=object))
+        level_maps.append(level_codes.astype(np.int32))
+        labels.append(np.asarray(level_labels, dtype=object))
+    return EncodedColumn(name, codes.astype(np.int32), level_maps, labels)
+
+
+@dataclass(frozen=True)
+class EncodedTable:
+    """The quasi-identifiers (encoded) and sensitive columns (factorized) of one table."""
+
+    columns: list[EncodedColumn]
+    sensitive_codes: dict[str, np.ndarray] = field(default_factory=dict)
+    sensitive_values: dict[str, np.ndarray] = field(default_factory=dict)
+    n_rows: int = 0
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def heights(self) -> list[int]:
+        return [c.height for c in self.columns]
+
+    def frequency_set(self) -> FrequencySet:
+        """Histogram of the distinct (QI codes, sensitive codes) tuples."""
+        parts = [c.codes.astype(np.int64) for c in self.columns]
+        parts += [self.sensitive_codes[s].astype(np.int64) for s in self.sensitive_codes]
+        matrix = np.column_stack(parts) if parts else np.empty((self.n_rows, 0), np.int64)
+        tuples, row_to_tuple, counts = np.unique(
+            matrix, axis=0, return_inverse=True, return_counts=True
+        )
+        q = len(self.columns)
+        return FrequencySet(
+            table=self,
+            qi_codes=tuples[:, :q],
+            sensitive=tuples[:, q:],
+            counts=counts.astype(np.int64),
+            row_to_tuple=row_to_tuple.reshape(-1),
+        )
+
+
+def encode_table(
+    df: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    sensitive: Sequence[str] = (),
+) -> EncodedTable:
+    """Encode the quasi-identifiers of ``df`` along their hierarchies.
+
+    Parameters
+    ----------
+    df : DataFrame
+    hierarchies : mapping of str to Hierarchy
+        One hierarchy per quasi-identifier, in QI order.
+    sensitive : sequence of str
+        Sensitive columns whose per-class distributions a privacy model needs.
+
+    Raises
+    ------
+    HierarchyError
+        A QI has missing values or values its hierarchy does not cover.
+    """
+    columns = [_encode_qi(name, df[name], h) for name, h in hierarchies.items()]
+    sensitive_codes, sensitive_values = {}, {}
+    for name in sensitive:
+        codes, uniques = pd.factorize(df[name], sort=True, use_na_sentinel=False)
+        sensitive_codes[name] = codes.astype(np.int32)
+        sensitive_values[name] = np.asarray(uniques, dtype=object)
+    return EncodedTable(columns, sensitive_codes, sensitive_values, n_rows=len(df))
+
+
+@dataclass(frozen=True)
+class ClassStats:
+    """Equivalence classes of one generalization, summarized for the privacy models.
+
+    Attributes
+    ----------
+    sizes : ndarray of int64, shape (n_classes,)
+    histograms : dict of str to ndarray, shape (n_classes, n_values)
+        Per sensitive column, the count of each sensitive value in each class.
+    overall : dict of str to ndarray, shape (n_values,)
+        Per sensitive column, the distribution (summing to 1) over the whole table.
+    ordered_values : dict of str to ndarray
+        Per sensitive column, the values in the order of the histogram columns.
+    """
+
+    sizes: np.ndarray
+    histograms: dict[str, np.ndarray]
+    overall: dict[str, np.ndarray]
+    ordered_values: dict[str, np.ndarray]
+
+    @classmethod
+    def from_labels(
+        cls, class_ids: np.ndarray, n_classes: int, weights: np.ndarray,
+        sensitive_codes: Mapping[str, np.ndarray], sensitive_values: Mapping[str, np.ndarray],
+    ) -> ClassStats:
+        """Aggregate weighted items (rows or distinct tuples) by their class id."""
+        sizes = np.bincount(class_ids, weights=weights, minlength=n_classes).astype(np.int64)
+        histograms, overall = {}, {}
+        for name, codes in sensitive_codes.items():
+            m = len(sensitive_values[name])
+            flat = np.bincount(class_ids * m + codes, weights=weights, minlength=n_classes * m)
+            hist = flat.reshape(n_classes, m).astype(np.int64)
+            histograms[name] = hist
+            total = hist.sum(axis=0)
+            overall[name] = total / max(total.sum(), 1)
+        return cls(sizes, histograms, overall, dict(sensitive_values))
+
+
+@dataclass(frozen=True)
+class FrequencySet:
+    """Distinct tuples of a table with their multiplicities.
+
+    Attributes
+    ----------
+    table : EncodedTable
+    qi_codes : ndarray of int64, shape (n_tuples, n_qi)
+        Level-0 QI codes of each distinct tuple.
+    sensitive : ndarray of int64, shape (n_tuples, n_sensitive)
+    counts : ndarray of int64, shape (n_tuples,)
+    row_to_tuple : ndarray, shape (n_rows,)
+        The tuple each input row belongs to.
+    """
+
+    table: EncodedTable
+    qi_codes: np.ndarray
+    sensitive: np.ndarray
+    counts: np.ndarray
+    row_to_tuple: np.ndarray
+
+    def generalized_codes(self, levels: Sequence[int]) -> np.ndarray:
+        """QI codes of every distinct tuple after generalizing to ``levels``."""
+        cols = [
+            col.level_maps[lvl][self.qi_codes[:, j]]
+            for j, (col, lvl) in enumerate(zip(self.table.columns, levels, strict=True))
+        ]
+        return np.column_stack(cols) if cols else np.empty((len(self.counts), 0), np.int64)
+
+    def classes(self, levels: Sequence[int]) -> tuple[np.ndarray, int]:
+        """Equivalence-class id of every distinct tuple at ``levels``, and the class count.
+
+        The generalized codes are combined into one mixed-radix integer key so that grouping
+        is a single ``np.unique`` on a 1-d array.
+        """
+        codes = self.generalized_codes(levels)
+        radices = [col.distinct_at(lvl) for col, lvl in zip(self.table.columns, levels, strict=True)]
+        if float(np.prod(radices, dtype=float)) < 2.0**62:
+            key = np.zeros(len(self.counts), dtype=np.int64)
+            for j, radix in enumerate(radices):
+                key = key * radix + codes[:, j]
+            _, class_ids = np.unique(key, return_inverse=True)
+        else:  # the key would overflow int64: group the code rows directly (slower, exact)
+            _, class_ids = np.unique(codes, axis=0, return_inverse=True)
+        class_ids = class_ids.reshape(-1)
+        n_classes = int(class_ids.max()) + 1 if len(class_ids) else 0
+        return class_ids, n_classes
+
+    def class_stats(self, levels: Sequence[int]) -> tuple[ClassStats, np.ndarray]:
+        """Class statistics at ``levels`` and the class id of every distinct tuple."""
+        class_ids, n_classes = self.classes(levels)
+        names = list(self.table.sensitive_codes)
+        sens_codes = {n: self.sensitive[:, i] for i, n in enumerate(names)}
+        stats = ClassStats.from_labels(
+            class_ids, n_classes, self.counts, sens_codes, self.table.sensitive_values
+        )
+        return stats, class_ids

@@ -1,0 +1,63 @@
+"""One exception hierarchy for everything privgate refuses to do.
+
+Every error a user can meet derives from :class:`PrivgateError`, so the CLI can turn any of them
+into one clear line and a non-zero exit without ever showing a traceback. Each subclass names the
+stage that refused, and its message names the offending key, column, row or value.
+"""
+
+from __future__ import annotations
+
+
+class PrivgateError(Exception):
+    """Base class: an expected, explainable refusal (bad input, bad policy, blocked gate)."""
+
+    #: Process exit code used by the CLI for this kind of error.
+    exit_code: int = 2
+
+
+class PolicyError(PrivgateError):
+    """The release policy is malformed or inconsistent (the message names the key)."""
+
+
+class IngestError(PrivgateError):
+    """The input file cannot be read as declared (the message names the file and line)."""
+
+
+class SchemaValidationError(PrivgateError):
+    """The input table violates the schema derived from the policy.
+
+    Attributes
+    ----------
+    failures : list of dict
+        One entry per failing check: column, check, failure case and row index.
+    """
+
+    def __init__(self, message: str, failures: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.failures = failures or []
+
+
+class HierarchyError(PrivgateError):
+    """A generalization hierarchy is malformed or does not cover a value in the data."""
+
+
+class AnonymizationError(PrivgateError):
+    """The chosen algorithm cannot satisfy the privacy model (for example k > rows)."""
+
+
+class VerificationError(PrivgateError):
+    """The written release could not be read back or verified."""
+
+
+class GateBlockedError(PrivgateError):
+    """The privacy gate refused to publish; ``decision`` holds the reasons as data."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, decision: object | None = None) -> None:
+        super().__init__(message)
+        self.decision = decision
+
+
+class PublishError(PrivgateError):
+    """Staging or the atomic rename into the release folder failed."""

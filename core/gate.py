@@ -1,0 +1,184 @@
+"""The privacy gate: verify the release *as written*, independently of how it was produced.
+
+The gate trusts nothing the algorithm computed. It re-reads the release file (all cells as text,
+exactly as a recipient would see them), recomputes the equivalence classes over the quasi-
+identifier columns with a plain group-by, and measures every criterion of the policy on them:
+k, l-diversity, t-closeness, the number of suppressed records, and that no direct identifier or
+undeclared column is present. The decision and its reasons are data, written to the manifest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from core.encoding import ClassStats
+from core.exceptions import VerificationError
+from core.privacy import PrivacyModel
+
+__all__ = ["GateDecision", "class_stats_of", "read_release", "verify_release", "verify_table"]
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """The gate's verdict.
+
+    Attributes
+    ----------
+    passed : bool
+    reasons : list of str
+        Why the release was blocked (empty when it passed).
+    measurements : dict
+        What was measured: rows, classes, smallest class, suppressed records, and the level
+        each privacy model reached.
+    """
+
+    passed: bool
+    reasons: list[str] = field(default_factory=list)
+    measurements: dict = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        """One line for logs and the CLI."""
+        if self.passed:
+            m = self.measurements
+            return (
+                f"PASSED: {m.get('rows')} rows in {m.get('classes')} classes, smallest class "
+                f"{m.get('min_class_size')}, {m.get('suppressed')} records suppressed"
+            )
+        return "BLOCKED: " + "; ".join(self.reasons)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def read_release(path: str | Path) -> pd.DataFrame:
+    """Read a written release back as text cells (CSV or Parquet, by extension)."""
+    path = Path(path)
+    try:
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path).astype("string")
+        return pd.read_csv(path, dtype="string", keep_default_na=False, na_values=[""])
+    except FileNotFoundError:
+        raise VerificationError(f"release file not found: {path}") from None
+    except Exception as exc:  # any parser failure means the release is unreadable
+        raise VerificationError(f"cannot read release {path}: {exc}") from None
+
+
+def class_stats_of(
+    df: pd.DataFrame, quasi_identifiers: Sequence[str], sensitive: Sequence[str]
+) -> ClassStats:
+    """Equivalence classes of a table by plain group-by over its QI columns."""
+    if len(df) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return ClassStats(empty, {}, {}, {})
+    keys = df[list(quasi_identifiers)].astype("string").fillna("\x00<NA>")
+    class_ids = keys.groupby(list(quasi_identifiers), sort=False).ngroup().to_numpy()
+    n_classes = int(class_ids.max()) + 1
+    sens_codes, sens_values = {}, {}
+    for name in sensitive:
+        codes, uniques = pd.factorize(df[name], sort=True, use_na_sentinel=False)
+        sens_codes[name] = codes
+        sens_values[name] = np.asarray(uniques, dtype=object)
+    return ClassStats.from_labels(
+        class_ids, n_classes, np.ones(len(df)), sens_codes, sens_values
+    )
+
+
+def verify_table(
+    release: pd.DataFrame,
+    quasi_identifiers: Sequence[str],
+    models: Sequence[PrivacyModel],
+    *,
+    input_rows: int | None = None,
+    suppression_limit: float = 0.0,
+    expected_columns: Sequence[str] | None = None,
+    forbidden_columns: Sequence[str] = (),
+) -> GateDecision:
+    """Measure a release table against the privacy models and the policy's other limits.
+
+    Parameters
+    ----------
+    release : DataFrame
+        The release as read back from disk.
+    quasi_identifiers : sequence of str
+    models : sequence of PrivacyModel
+    input_rows : int, optional
+        Rows of the input; records missing from the release count as suppressed.
+    suppression_limit : float, default=0
+        Largest fraction of ``input_rows`` that may be suppressed.
+    expected_columns : sequence of str, optional
+        The exact columns the release must have (no more, no fewer).
+    forbidden_columns : sequence of str
+        Direct identifiers: their presence blocks the release whatever else holds.
+    """
+    reasons: list[str] = []
+    measurements: dict = {"rows": len(release)}
+    present = list(release.columns)
+    leaked = [c for c in forbidden_columns if c in present]
+    if leaked:
+        reasons.append(f"direct identifier column(s) present in the release: {leaked}")
+    if expected_columns is not None:
+        extra = [c for c in present if c not in expected_columns]
+        missing = [c for c in expected_columns if c not in present]
+        if extra:
+            reasons.append(f"undeclared column(s) in the release: {extra}")
+        if missing:
+            reasons.append(f"column(s) missing from the release: {missing}")
+    absent_qi = [q for q in quasi_identifiers if q not in present]
+    sensitive = sorted({m.column for m in models if hasattr(m, "column")})
+    absent_sa = [s for s in sensitive if s not in present]
+    if absent_qi or absent_sa:
+        reasons.append(f"cannot verify: columns not in the release: {absent_qi + absent_sa}")
+        return GateDecision(False, reasons, measurements)
+    if len(release) == 0:
+        reasons.append("the release has no rows")
+    if input_rows is not None:
+        suppressed = input_rows - len(release)
+        allowed = math.floor(suppression_limit * input_rows + 1e-9)
+        measurements.update(suppressed=suppressed, suppression_allowed=allowed,
+                            input_rows=input_rows)
+        if suppressed < 0:
+            reasons.append(f"the release has more rows ({len(release)}) than the input "
+                           f"({input_rows})")
+        elif suppressed > allowed:
+            reasons.append(
+                f"{suppressed} records suppressed, more than the limit of {allowed} "
+                f"({suppression_limit:.2%} of {input_rows})"
+            )
+    stats = class_stats_of(release, quasi_identifiers, sensitive)
+    measurements["classes"] = len(stats.sizes)
+    measurements["min_class_size"] = int(stats.sizes.min()) if len(stats.sizes) else 0
+    measurements["average_class_size"] = (
+        float(stats.sizes.mean()) if len(stats.sizes) else 0.0
+    )
+    achieved: dict[str, float] = {}
+    for model in models:
+        level = model.achieved(stats) if len(stats.sizes) else float("nan")
+        achieved[str(model)] = level
+        if len(stats.sizes) and not model.holds(level):
+            reasons.append(f"{model} not met: the release reaches {level:g}")
+    measurements["achieved"] = achieved
+    return GateDecision(not reasons, reasons, measurements)
+
+
+def verify_release(
+    path: str | Path,
+    quasi_identifiers: Sequence[str],
+    models: Sequence[PrivacyModel],
+    **limits,
+) -> GateDecision:
+    """Read the release file at ``path`` and :func:`verify_table` it.
+
+    An unreadable file is a blocked release, not a crash: the decision says why.
+    """
+    try:
+        release = read_release(path)
+    except VerificationError as exc:
+        return GateDecision(False, [str(exc)], {})
+    return verify_table(release, quasi_identifiers, models, **limits)

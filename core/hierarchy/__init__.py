@@ -1,0 +1,44 @@
+"""Generalization hierarchies: ARX files, numeric intervals, code masking, inline taxonomies.
+
+:func:`build_hierarchy` turns a policy's hierarchy declaration into a :class:`Hierarchy`.
+"""
+
+from __future__ import annotations
+
+from core.hierarchy._arx import ARXHierarchy
+from core.hierarchy._base import SUPPRESSED, Hierarchy, value_key
+from core.hierarchy._interval import IntervalHierarchy
+from core.hierarchy._masking import MaskingHierarchy
+from core.hierarchy._taxonomy import taxonomy_hierarchy
+from core.policy import (
+    ARXHierarchySpec,
+    ColumnSpec,
+    IntervalHierarchySpec,
+    MaskingHierarchySpec,
+    TaxonomyHierarchySpec,
+)
+
+__all__ = [
+    "ARXHierarchy",
+    "SUPPRESSED",
+    "Hierarchy",
+    "IntervalHierarchy",
+    "MaskingHierarchy",
+    "build_hierarchy",
+    "taxonomy_hierarchy",
+    "value_key",
+]
+
+
+def build_hierarchy(column: str, spec: ColumnSpec) -> Hierarchy:
+    """The hierarchy a policy declares for ``column``."""
+    h = spec.hierarchy
+    if isinstance(h, ARXHierarchySpec):
+        return ARXHierarchy.from_csv(column, h.path, delimiter=h.delimiter)
+    if isinstance(h, IntervalHierarchySpec):
+        return IntervalHierarchy(column, h.bands, h.start, spec.minimum, spec.maximum)
+    if isinstance(h, MaskingHierarchySpec):
+        return MaskingHierarchy(column, h.length, h.levels, h.mask_char)
+    if isinstance(h, TaxonomyHierarchySpec):
+        return taxonomy_hierarchy(column, h.tree)
+    raise TypeError(f"column {column!r} has no hierarchy")

@@ -1,0 +1,416 @@
+"""The release policy: what a data owner declares about one table and one release.
+
+A policy is a YAML document validated into frozen pydantic models. Everything the pipeline does
+is derived from it (the schema, the hierarchies, the privacy models, the gate's criteria), so it
+is validated strictly and once: unknown keys are rejected, and every error names the key path
+(``privacy.k``, ``columns.age.hierarchy.bands``). Relative paths inside a policy are resolved
+against the folder of the policy file, so a policy works from any working directory.
+
+Examples
+--------
+>>> policy = ReleasePolicy.model_validate({
+...     "dataset": "toy",
+...     "input": {"path": "toy.csv"},
+...     "columns": {
+...         "age": {"role": "quasi_identifier", "type": "integer",
+...                 "hierarchy": {"kind": "interval", "bands": [5, 10]}},
+...         "disease": {"role": "sensitive"},
+...     },
+...     "privacy": {"k": 2},
+... })
+>>> policy.quasi_identifiers
+['age']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from core.exceptions import PolicyError
+
+__all__ = [
+    "ARXHierarchySpec",
+    "Algorithm",
+    "ColumnSpec",
+    "ColumnType",
+    "HierarchySpec",
+    "InputSpec",
+    "IntervalHierarchySpec",
+    "LDiversitySpec",
+    "MaskingHierarchySpec",
+    "OutputSpec",
+    "PrivacySpec",
+    "ReleasePolicy",
+    "Role",
+    "TClosenessSpec",
+    "TaxonomyHierarchySpec",
+    "load_policy",
+]
+
+
+class _Strict(BaseModel):
+    """Frozen, no unknown keys: a typo in a policy is an error, never a silent default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Role(StrEnum):
+    """What a column is to an attacker, which decides how it is treated."""
+
+    IDENTIFIER = "identifier"  #: direct identifier: always dropped from the release
+    QUASI_IDENTIFIER = "quasi_identifier"  #: linkable: generalized along its hierarchy
+    SENSITIVE = "sensitive"  #: protected by l-diversity / t-closeness, released as is
+    INSENSITIVE = "insensitive"  #: released as is
+
+
+class ColumnType(StrEnum):
+    """Declared logical type; ingest reads the column with exactly this dtype."""
+
+    CATEGORICAL = "categorical"
+    STRING = "string"
+    INTEGER = "integer"
+    FLOAT = "float"
+
+
+# ---------------------------------------------------------------------------------------------
+# Hierarchies
+# ---------------------------------------------------------------------------------------------
+
+
+class ARXHierarchySpec(_Strict):
+    """An ARX-format hierarchy file: ``;``-separated, no header, column i = level i, last ``*``."""
+
+    kind: Literal["arx"]
+    path: Path
+    delimiter: str = ";"
+
+
+class IntervalHierarchySpec(_Strict):
+    """Numeric bands of growing width, then ``*``: ``bands: [5, 10, 20]`` gives 4 levels above 0.
+
+    Each width must divide the next so that every band nests inside exactly one wider band
+    (otherwise the hierarchy would not be a tree and generalization would not be monotone).
+    """
+
+    kind: Literal["interval"]
+    bands: list[Annotated[float, Field(gt=0)]] = Field(min_length=1)
+    start: float = 0.0
+
+    @model_validator(mode="after")
+    def _bands_nest(self) -> IntervalHierarchySpec:
+        for narrow, wide in zip(self.bands, self.bands[1:], strict=False):
+            ratio = wide / narrow
+            if wide <= narrow or abs(ratio - round(ratio)) > 1e-9:
+                raise ValueError(
+                    f"bands must grow and each must divide the next; {wide} does not nest {narrow}"
+                )
+        return self
+
+
+class MaskingHierarchySpec(_Strict):
+    """Codes masked from the right one character per level (``12345 -> 1234* -> 123** ...``).
+
+    ``levels`` masking steps are applied (default: the code length, ending in all-masked), and a
+    final ``*`` level is always added.
+    """
+
+    kind: Literal["masking"]
+    length: int = Field(ge=1)
+    levels: int | None = Field(default=None, ge=1)
+    mask_char: str = Field(default="*", min_length=1, max_length=1)
+
+    @model_validator(mode="after")
+    def _levels_fit(self) -> MaskingHierarchySpec:
+        if self.levels is not None and self.levels > self.length:
+            raise ValueError(f"levels ({self.levels}) cannot exceed length ({self.length})")
+        return self
+
+
+class TaxonomyHierarchySpec(_Strict):
+    """A categorical taxonomy written in the policy, as a nested mapping ending in value lists.
+
+    ``tree: {Married: [Married-civ-spouse, Married-AF-spouse], Single: [Never-married]}`` gives
+    level 1 = Married/Single and level 2 = ``*``. All leaves must sit at the same depth.
+    """
+
+    kind: Literal["taxonomy"]
+    tree: dict[str, Any]
+
+
+HierarchySpec = Annotated[
+    ARXHierarchySpec | IntervalHierarchySpec | MaskingHierarchySpec | TaxonomyHierarchySpec,
+    Field(discriminator="kind"),
+]
+
+
+class ColumnSpec(_Strict):
+    """One input column: its role, type, and (for quasi-identifiers) its hierarchy."""
+
+    role: Role
+    type: ColumnType = ColumnType.CATEGORICAL
+    hierarchy: HierarchySpec | None = None
+    categories: list[str] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    nullable: bool | None = None
+
+    @model_validator(mode="after")
+    def _role_needs(self) -> ColumnSpec:
+        if self.role is Role.QUASI_IDENTIFIER and self.hierarchy is None:
+            raise ValueError("a quasi_identifier needs a 'hierarchy'")
+        if self.role is not Role.QUASI_IDENTIFIER and self.hierarchy is not None:
+            raise ValueError(f"only a quasi_identifier takes a 'hierarchy' (role is {self.role})")
+        if (
+            self.minimum is not None
+            and self.maximum is not None
+            and self.minimum > self.maximum
+        ):
+            raise ValueError(f"minimum ({self.minimum}) > maximum ({self.maximum})")
+        if self.categories is not None and self.type not in (
+            ColumnType.CATEGORICAL,
+            ColumnType.STRING,
+        ):
+            raise ValueError("'categories' applies to categorical or string columns only")
+        return self
+
+    @property
+    def allows_missing(self) -> bool:
+        """Quasi-identifiers default to non-null: a hierarchy cannot generalize a missing cell."""
+        if self.nullable is not None:
+            return self.nullable
+        return self.role is not Role.QUASI_IDENTIFIER
+
+
+# ---------------------------------------------------------------------------------------------
+# Input, privacy, algorithm, output
+# ---------------------------------------------------------------------------------------------
+
+
+class InputSpec(_Strict):
+    """Where the table is and how to read it.
+
+    ``format`` is ``csv`` or ``parquet``, or the name of a known public-dataset layout
+    (``adult``, ``bank_marketing``, ``breast_cancer_wisconsin``) whose quirks a loader handles.
+    """
+
+    path: Path
+    format: Literal["csv", "parquet", "adult", "bank_marketing", "breast_cancer_wisconsin"] = "csv"
+    delimiter: str = Field(default=",", min_length=1, max_length=2)
+    missing_values: list[str] = Field(default_factory=lambda: [""])
+    encoding: str = "utf-8"
+    header: bool = True
+
+    @model_validator(mode="after")
+    def _encoding_known(self) -> InputSpec:
+        import codecs
+
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError as exc:
+            raise ValueError(f"unknown encoding {self.encoding!r}") from exc
+        return self
+
+
+class LDiversitySpec(_Strict):
+    """l-diversity of one sensitive column (Machanavajjhala et al., 2007)."""
+
+    column: str
+    variant: Literal["distinct", "entropy", "recursive"] = "distinct"
+    l: int = Field(ge=2)  # noqa: E741 - the model's own name
+    c: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _c_for_recursive(self) -> LDiversitySpec:
+        if self.variant == "recursive" and self.c is None:
+            raise ValueError("recursive (c,l)-diversity needs 'c'")
+        if self.variant != "recursive" and self.c is not None:
+            raise ValueError(f"'c' applies to recursive (c,l)-diversity only, not {self.variant}")
+        return self
+
+
+class TClosenessSpec(_Strict):
+    """t-closeness of one sensitive column (Li, Li and Venkatasubramanian, 2007).
+
+    ``distance`` is ``equal`` (categorical) or ``ordered`` (numeric EMD over sorted values).
+    """
+
+    column: str
+    t: float = Field(gt=0, le=1)
+    distance: Literal["equal", "ordered"] = "equal"
+
+
+class PrivacySpec(_Strict):
+    """The privacy model the release must satisfy, as written: verified, never assumed."""
+
+    k: int = Field(ge=1)
+    suppression_limit: float = Field(default=0.0, ge=0.0, le=1.0)
+    l_diversity: list[LDiversitySpec] = Field(default_factory=list)
+    t_closeness: list[TClosenessSpec] = Field(default_factory=list)
+
+
+class Algorithm(StrEnum):
+    """Anonymization algorithms selectable in a policy."""
+
+    DATAFLY = "datafly"
+    MULTI_ATTRIBUTE_DATAFLY = "multi_attribute_datafly"
+
+
+class AlgorithmSpec(_Strict):
+    name: Algorithm = Algorithm.MULTI_ATTRIBUTE_DATAFLY
+
+
+class OutputSpec(_Strict):
+    """Where releases go: ``<directory>/<dataset>/<release-id>/``."""
+
+    directory: Path = Path("releases")
+    format: Literal["csv", "parquet"] = "csv"
+
+
+class ReleasePolicy(_Strict):
+    """A complete release policy: one table, one privacy model, one output location."""
+
+    dataset: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
+    description: str = ""
+    input: InputSpec
+    columns: dict[str, ColumnSpec] = Field(min_length=1)
+    privacy: PrivacySpec
+    algorithm: AlgorithmSpec = Field(default_factory=AlgorithmSpec)
+    output: OutputSpec = Field(default_factory=OutputSpec)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ReleasePolicy:
+        if not self.quasi_identifiers:
+            raise ValueError("columns: at least one column must have role 'quasi_identifier'")
+        sensitive = set(self.sensitive_columns)
+        for key, specs in (("l_diversity", self.privacy.l_diversity),
+                           ("t_closeness", self.privacy.t_closeness)):
+            for i, spec in enumerate(specs):
+                if spec.column not in self.columns:
+                    raise ValueError(
+                        f"privacy.{key}[{i}].column: unknown column {spec.column!r}"
+                    )
+                if spec.column not in sensitive:
+                    raise ValueError(
+                        f"privacy.{key}[{i}].column: {spec.column!r} must have role 'sensitive'"
+                    )
+        return self
+
+    # Derived views, so callers never filter ``columns`` by role themselves.
+    def _by_role(self, role: Role) -> list[str]:
+        return [name for name, spec in self.columns.items() if spec.role is role]
+
+    @property
+    def quasi_identifiers(self) -> list[str]:
+        return self._by_role(Role.QUASI_IDENTIFIER)
+
+    @property
+    def sensitive_columns(self) -> list[str]:
+        return self._by_role(Role.SENSITIVE)
+
+    @property
+    def identifiers(self) -> list[str]:
+        return self._by_role(Role.IDENTIFIER)
+
+    @property
+    def released_columns(self) -> list[str]:
+        """Every declared column except direct identifiers, in declaration order."""
+        return [n for n, s in self.columns.items() if s.role is not Role.IDENTIFIER]
+
+    def fingerprint(self) -> str:
+        """sha256 of the policy's canonical JSON: equal policies hash equally."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def with_overrides(self, **changes: Any) -> ReleasePolicy:
+        """A validated copy with dotted-key overrides, e.g. ``{"privacy.k": 10}``."""
+        data = self.model_dump(mode="python")
+        for dotted, value in changes.items():
+            node = data
+            *parents, leaf = dotted.split(".")
+            for part in parents:
+                node = node[part]
+            node[leaf] = value
+        return _validate(data, source="overrides")
+
+
+def _format_validation_error(exc: ValidationError, source: str) -> str:
+    """One line per problem, each naming the dotted key path, as the user wrote it."""
+    lines = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-after"))
+        # Discriminated unions add the tag name to the location; drop it for readability.
+        for tag in ("arx", "interval", "masking", "taxonomy"):
+            path = path.replace(f"hierarchy.{tag}", "hierarchy")
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown key (not part of the policy format)"
+        elif err["type"] == "missing":
+            message = "required key is missing"
+        lines.append(f"{path or '<policy>'}: {message}")
+    return f"invalid policy {source}: " + "; ".join(lines)
+
+
+def _validate(data: Any, source: str) -> ReleasePolicy:
+    if not isinstance(data, dict):
+        raise PolicyError(f"invalid policy {source}: expected a mapping at the top level")
+    try:
+        return ReleasePolicy.model_validate(data)
+    except ValidationError as exc:
+        raise PolicyError(_format_validation_error(exc, source)) from None
+
+
+def _resolve_paths(policy: ReleasePolicy, base: Path) -> ReleasePolicy:
+    """Make relative paths absolute against ``base`` (the policy file's folder)."""
+
+    def resolve(p: Path) -> Path:
+        p = Path(os.path.expandvars(str(p))).expanduser()
+        return p if p.is_absolute() else (base / p).resolve()
+
+    data = policy.model_dump(mode="python")
+    data["input"]["path"] = resolve(policy.input.path)
+    data["output"]["directory"] = resolve(policy.output.directory)
+    for name, spec in policy.columns.items():
+        if isinstance(spec.hierarchy, ARXHierarchySpec):
+            data["columns"][name]["hierarchy"]["path"] = resolve(spec.hierarchy.path)
+    return ReleasePolicy.model_validate(data)
+
+
+def load_policy(path: str | Path) -> ReleasePolicy:
+    """Read and validate a YAML release policy.
+
+    Parameters
+    ----------
+    path : str or Path
+        The policy file. Relative paths inside it are resolved against its folder.
+
+    Returns
+    -------
+    ReleasePolicy
+
+    Raises
+    ------
+    PolicyError
+        If the file is missing, is not YAML, or violates the policy format; the message names
+        every offending key.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PolicyError(f"policy file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(f"cannot read policy file {path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"policy {path} is not valid YAML: {exc}") from None
+    policy = _validate(data, source=str(path))
+    return _resolve_paths(policy, path.resolve().parent)

@@ -1,0 +1,46 @@
+"""Privacy models, shared by the algorithms (to search) and the gate (to verify).
+
+Each model is a frozen value that checks equivalence classes summarized as
+:class:`core.encoding.ClassStats` and reports the level a table reaches.
+:func:`models_from_policy` turns a policy's privacy section into models.
+"""
+
+from __future__ import annotations
+
+from core.policy import PrivacySpec
+from core.privacy._base import PrivacyModel
+from core.privacy._k_anonymity import KAnonymity
+from core.privacy._l_diversity import (
+    DistinctLDiversity,
+    EntropyLDiversity,
+    RecursiveCLDiversity,
+    class_entropies,
+)
+from core.privacy._t_closeness import TCloseness, class_distances
+
+__all__ = [
+    "DistinctLDiversity",
+    "EntropyLDiversity",
+    "KAnonymity",
+    "PrivacyModel",
+    "RecursiveCLDiversity",
+    "TCloseness",
+    "class_distances",
+    "class_entropies",
+    "models_from_policy",
+]
+
+
+def models_from_policy(spec: PrivacySpec) -> list[PrivacyModel]:
+    """k-anonymity first, then every l-diversity and t-closeness criterion, in policy order."""
+    models: list[PrivacyModel] = [KAnonymity(k=spec.k)]
+    for ld in spec.l_diversity:
+        if ld.variant == "distinct":
+            models.append(DistinctLDiversity(column=ld.column, l=ld.l))
+        elif ld.variant == "entropy":
+            models.append(EntropyLDiversity(column=ld.column, l=ld.l))
+        else:
+            models.append(RecursiveCLDiversity(column=ld.column, c=ld.c, l=ld.l))
+    for tc in spec.t_closeness:
+        models.append(TCloseness(column=tc.column, t=tc.t, distance=tc.distance))
+    return models

@@ -1,0 +1,195 @@
+"""The pipeline's stages as plain functions: what each Prefect task wraps.
+
+Each stage takes values and returns values (no Prefect, no global state), so the whole release
+can be driven and tested without an orchestrator, and the tasks in ``tasks/`` stay thin.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import pandas as pd
+
+from core.anonymize import AnonymizationResult, apply_generalization, make_algorithm
+from core.encoding import encode_table
+from core.exceptions import AnonymizationError
+from core.gate import GateDecision, verify_release
+from core.hierarchy import Hierarchy, build_hierarchy
+from core.ingest import read_table
+from core.metrics import precision
+from core.policy import ReleasePolicy
+from core.privacy import models_from_policy
+from core.publish import StagedRelease, make_release_id, sha256_file, stage_release
+
+__all__ = [
+    "AnonymizedTable",
+    "IngestedTable",
+    "anonymize",
+    "build_manifest",
+    "ingest",
+    "load_hierarchies",
+    "package_version",
+    "release_id_for",
+    "stage",
+    "verify",
+]
+
+
+def package_version() -> str:
+    try:
+        return version("privgate")
+    except PackageNotFoundError:  # running from a source tree without installing
+        return "0+unknown"
+
+
+@dataclass(frozen=True)
+class IngestedTable:
+    """The raw input table and the fingerprint of the file it came from."""
+
+    frame: pd.DataFrame
+    sha256: str
+    path: str
+
+    @property
+    def rows(self) -> int:
+        return len(self.frame)
+
+
+def load_hierarchies(policy: ReleasePolicy) -> dict[str, Hierarchy]:
+    """One hierarchy per quasi-identifier, in policy order."""
+    return {name: build_hierarchy(name, policy.columns[name]) for name in policy.quasi_identifiers}
+
+
+def ingest(policy: ReleasePolicy) -> IngestedTable:
+    """Fingerprint and read the input file (the file itself is only ever read)."""
+    digest = sha256_file(policy.input.path) if Path(policy.input.path).is_file() else ""
+    frame = read_table(policy.input)
+    return IngestedTable(frame, digest, str(policy.input.path))
+
+
+@dataclass(frozen=True)
+class AnonymizedTable:
+    """The release table plus what the algorithm decided and measured about it."""
+
+    frame: pd.DataFrame
+    result: AnonymizationResult
+    metrics: dict = field(default_factory=dict)
+    transformation: dict[str, str] = field(default_factory=dict)
+
+
+def _check_feasible(policy: ReleasePolicy, n_rows: int) -> None:
+    k = policy.privacy.k
+    if k > n_rows:
+        raise AnonymizationError(
+            f"privacy.k = {k} is larger than the table ({n_rows} rows): no release of it can "
+            f"be {k}-anonymous"
+        )
+
+
+def anonymize(
+    frame: pd.DataFrame,
+    policy: ReleasePolicy,
+    hierarchies: dict[str, Hierarchy],
+    shuffle_seed: int | None = None,
+) -> AnonymizedTable:
+    """Run the policy's algorithm and build the release table.
+
+    Raises
+    ------
+    AnonymizationError
+        The privacy model cannot be met (``k`` larger than the table, or not even the fully
+        generalized table satisfies it within the suppression limit).
+    HierarchyError
+        A quasi-identifier value is not covered by its hierarchy.
+    """
+    _check_feasible(policy, len(frame))
+    started = time.perf_counter()
+    models = models_from_policy(policy.privacy)
+    sensitive = sorted({m.column for m in models if hasattr(m, "column")})
+    encoded = encode_table(frame, hierarchies, sensitive)
+    freq = encoded.frequency_set()
+    algorithm = make_algorithm(policy.algorithm.name, models, policy.privacy.suppression_limit)
+    result = algorithm.anonymize(freq)
+    release = apply_generalization(
+        frame, encoded, result, policy.released_columns, shuffle_seed=shuffle_seed
+    )
+    heights = dict(zip(encoded.names, encoded.heights, strict=True))
+    metrics = {
+        "algorithm": result.algorithm,
+        "input_rows": len(frame),
+        "release_rows": len(release),
+        "suppressed": result.n_suppressed,
+        "distinct_qi_tuples": int(len(freq.counts)),
+        "precision": precision(result.levels, heights, len(frame), result.n_suppressed),
+        "generalization_steps": len(result.steps),
+        "seconds": round(time.perf_counter() - started, 4),
+    }
+    transformation = {
+        name: f"level {lvl}/{heights[name]}" for name, lvl in result.levels.items()
+    }
+    return AnonymizedTable(release, result, metrics, transformation)
+
+
+def release_id_for(policy: ReleasePolicy, input_sha256: str, release_date: date) -> str:
+    return make_release_id(input_sha256, policy.fingerprint(), release_date)
+
+
+def stage(table: AnonymizedTable, policy: ReleasePolicy, release_id: str) -> StagedRelease:
+    """Write the release into a staging folder under the policy's output directory."""
+    return stage_release(
+        table.frame, policy.output.directory, policy.dataset, release_id, policy.output.format
+    )
+
+
+def verify(release_file: Path, policy: ReleasePolicy, input_rows: int) -> GateDecision:
+    """The gate: re-read the written file and check every criterion of the policy."""
+    return verify_release(
+        release_file,
+        policy.quasi_identifiers,
+        models_from_policy(policy.privacy),
+        input_rows=input_rows,
+        suppression_limit=policy.privacy.suppression_limit,
+        expected_columns=policy.released_columns,
+        forbidden_columns=policy.identifiers,
+    )
+
+
+def build_manifest(
+    *,
+    policy: ReleasePolicy,
+    release_id: str,
+    release_date: date,
+    ingested: IngestedTable,
+    table: AnonymizedTable,
+    staged: StagedRelease,
+    decision: GateDecision,
+    run_id: str | None = None,
+) -> dict:
+    """Everything needed to audit a release: inputs, outputs, policy, metrics, decision."""
+    return {
+        "release_id": release_id,
+        "dataset": policy.dataset,
+        "release_date": release_date.isoformat(),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "privgate_version": package_version(),
+        "python": platform.python_version(),
+        "run_id": run_id,
+        "input": {"path": ingested.path, "sha256": ingested.sha256, "rows": ingested.rows},
+        "output": {
+            "file": staged.release_file.name,
+            "sha256": sha256_file(staged.release_file),
+            "rows": len(table.frame),
+            "columns": list(table.frame.columns),
+        },
+        "policy": policy.model_dump(mode="json"),
+        "policy_sha256": policy.fingerprint(),
+        "quasi_identifiers": policy.quasi_identifiers,
+        "transformation": table.result.levels,
+        "metrics": table.metrics,
+        "gate": decision.to_dict(),
+    }

@@ -1,0 +1,214 @@
+"""The ``privgate`` command line.
+
+    privgate demo                       run the whole pipeline on the built-in demo dataset
+    privgate run POLICY [--k K ...]     one release of the table a policy describes
+    privgate verify FILE --qi a,b --k 5 check an existing file, as the gate would
+
+Every expected failure (bad policy, bad input, impossible k, blocked gate) ends with one line
+on stderr naming the setting, column or row, and a non-zero exit: 2 for an error, 3 for a
+blocked gate. Prefect is imported only when a flow runs, so checks and errors are fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from datetime import date
+from pathlib import Path
+
+# Quiet, offline runs. Without the first two, a run on Prefect's temporary local server prints
+# a "database is locked" traceback although the run completes (see ../shared/STACK.md).
+for _name, _value in (
+    ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+    ("DO_NOT_TRACK", "1"),
+    ("GX_ANALYTICS_ENABLED", "false"),
+):
+    os.environ.setdefault(_name, _value)
+
+from core.exceptions import PrivgateError  # noqa: E402  (after the environment is set)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEMO_POLICY = PROJECT_ROOT / "policies" / "demo.yaml"
+
+
+class _ExpectedErrorFilter(logging.Filter):
+    """Log expected refusals as one line: a bad input is not a bug, so no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], PrivgateError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_expected_tracebacks() -> None:
+    expected = _ExpectedErrorFilter()
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("prefect"):
+            for handler in logging.getLogger(name).handlers:
+                handler.addFilter(expected)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(expected)
+
+
+def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -> int:
+    from flows.release import release_flow, resolve_policy
+
+    # Validate the policy and overrides before starting Prefect: a typo fails in milliseconds.
+    resolve_policy(policy_path, args.k, args.suppression_limit, overrides)
+    _quiet_expected_tracebacks()
+    outcome = release_flow(
+        policy_path=str(policy_path),
+        k=args.k,
+        suppression_limit=args.suppression_limit,
+        release_date=args.release_date,
+        dry_run=args.dry_run,
+        overrides=overrides or None,
+    )
+    gate = outcome["gate"]
+    m = gate["measurements"]
+    print(
+        f"gate: PASSED ({m['rows']} rows, {m['classes']} classes, smallest class "
+        f"{m['min_class_size']}, {m['suppressed']} suppressed)"
+    )
+    if outcome["published"]:
+        print(f"release: {outcome['path']}")
+    else:
+        print(f"dry run: release {outcome['release_id']} verified, nothing published")
+    return 0
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    changes = {}
+    if getattr(args, "output", None):
+        changes["output.directory"] = str(Path(args.output).resolve())
+    if getattr(args, "input", None):
+        changes["input.path"] = str(Path(args.input).resolve())
+    return changes
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return _run_release(Path(args.policy), args, _overrides(args))
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from core.demo_data import write_census_csv
+
+    workdir = Path(args.workdir).resolve()
+    data = workdir / "demo-data" / "census.csv"
+    if not data.exists():
+        write_census_csv(data, n_rows=args.rows)
+        print(f"demo: wrote {args.rows} synthetic census records to {data}")
+    overrides = {"input.path": str(data), "output.directory": str(workdir / "releases")}
+    overrides.update(_overrides(args))
+    return _run_release(DEMO_POLICY, args, overrides)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from core.gate import verify_release
+    from core.privacy import (
+        DistinctLDiversity,
+        EntropyLDiversity,
+        KAnonymity,
+        PrivacyModel,
+        TCloseness,
+    )
+
+    qis = [q.strip() for q in args.qi.split(",") if q.strip()]
+    models: list[PrivacyModel] = [KAnonymity(k=args.k)]
+    if args.l is not None:
+        if not args.sensitive:
+            raise PrivgateError("--l needs --sensitive COLUMN")
+        cls = EntropyLDiversity if args.l_variant == "entropy" else DistinctLDiversity
+        models.append(cls(column=args.sensitive, l=args.l))
+    if args.t is not None:
+        if not args.sensitive:
+            raise PrivgateError("--t needs --sensitive COLUMN")
+        models.append(TCloseness(column=args.sensitive, t=args.t, distance=args.t_distance))
+    decision = verify_release(args.file, qis, models)
+    if args.json:
+        print(json.dumps(decision.to_dict(), indent=2, default=str))
+    else:
+        print(f"{args.file}: {decision.summary}")
+        for name, level in decision.measurements.get("achieved", {}).items():
+            print(f"  {name}: reached {level:g}")
+    return 0 if decision.passed else 3
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="privgate",
+        description="Anonymize a table, verify the release as written, and publish it "
+        "only if every privacy criterion of its policy holds.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def release_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--k", type=_positive_int, help="override privacy.k")
+        p.add_argument("--suppression-limit", type=_fraction,
+                       help="override privacy.suppression_limit (a fraction, e.g. 0.02)")
+        p.add_argument("--output", help="override output.directory")
+        p.add_argument("--release-date", type=date.fromisoformat,
+                       help="release date, YYYY-MM-DD (default: today, UTC)")
+        p.add_argument("--dry-run", action="store_true", help="verify but do not publish")
+
+    run = sub.add_parser("run", help="run one release of a policy")
+    run.add_argument("policy", help="release policy (YAML)")
+    run.add_argument("--input", help="override input.path")
+    release_options(run)
+    run.set_defaults(func=cmd_run)
+
+    demo = sub.add_parser("demo", help="run the pipeline on the built-in demo dataset")
+    demo.add_argument("--workdir", default=".",
+                      help="where demo-data/ and releases/ are created (default: .)")
+    demo.add_argument("--rows", type=_positive_int, default=30_000,
+                      help="rows of synthetic census data (default: 30000)")
+    release_options(demo)
+    demo.set_defaults(func=cmd_demo)
+
+    verify = sub.add_parser("verify", help="check a release file's k / l / t")
+    verify.add_argument("file", help="release file (CSV or Parquet)")
+    verify.add_argument("--qi", required=True, help="quasi-identifier columns, comma-separated")
+    verify.add_argument("--k", type=_positive_int, required=True)
+    verify.add_argument("--sensitive", help="sensitive column for --l / --t")
+    verify.add_argument("--l", type=_positive_int, help="required l-diversity")
+    verify.add_argument("--l-variant", choices=["distinct", "entropy"], default="distinct")
+    verify.add_argument("--t", type=float, help="required t-closeness")
+    verify.add_argument("--t-distance", choices=["equal", "ordered"], default="equal")
+    verify.add_argument("--json", action="store_true", help="print the decision as JSON")
+    verify.set_defaults(func=cmd_verify)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except PrivgateError as exc:
+        kind = "blocked" if exc.exit_code == 3 else "error"
+        print(f"privgate: {kind}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("privgate: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Prefect tasks: one thin wrapper per pipeline stage over ``core`` and ``validations``."""

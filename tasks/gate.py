@@ -1,0 +1,23 @@
+"""Gate task: stage the release, re-read it, and verify every criterion."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.logging import get_run_logger
+
+from core import stages
+from core.gate import GateDecision
+from core.policy import ReleasePolicy
+from core.publish import StagedRelease
+
+
+@task(name="verify-and-gate")
+def gate_task(
+    table: stages.AnonymizedTable, policy: ReleasePolicy, release_id: str, input_rows: int
+) -> tuple[StagedRelease, GateDecision]:
+    """Write to staging and verify the file as written; the decision is returned as data."""
+    staged = stages.stage(table, policy, release_id)
+    decision = stages.verify(staged.release_file, policy, input_rows)
+    log = get_run_logger()
+    (log.info if decision.passed else log.error)("gate: %s", decision.summary)
+    return staged, decision
