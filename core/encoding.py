@@ -152,8 +152,12 @@ class ClassStats:
 
     @classmethod
     def from_labels(
-        cls, class_ids: np.ndarray, n_classes: int, weights: np.ndarray,
-        sensitive_codes: Mapping[str, np.ndarray], sensitive_values: Mapping[str, np.ndarray],
+        cls,
+        class_ids: np.ndarray,
+        n_classes: int,
+        weights: np.ndarray,
+        sensitive_codes: Mapping[str, np.ndarray],
+        sensitive_values: Mapping[str, np.ndarray],
     ) -> ClassStats:
         """Aggregate weighted items (rows or distinct tuples) by their class id."""
         sizes = np.bincount(class_ids, weights=weights, minlength=n_classes).astype(np.int64)
@@ -204,7 +208,8 @@ class FrequencySet:
         is a single ``np.unique`` on a 1-d array.
         """
         codes = self.generalized_codes(levels)
-        radices = [col.distinct_at(lvl) for col, lvl in zip(self.table.columns, levels, strict=True)]
+        pairs = zip(self.table.columns, levels, strict=True)
+        radices = [col.distinct_at(lvl) for col, lvl in pairs]
         if float(np.prod(radices, dtype=float)) < 2.0**62:
             key = np.zeros(len(self.counts), dtype=np.int64)
             for j, radix in enumerate(radices):

@@ -85,9 +85,7 @@ def class_stats_of(
         codes, uniques = pd.factorize(df[name], sort=True, use_na_sentinel=False)
         sens_codes[name] = codes
         sens_values[name] = np.asarray(uniques, dtype=object)
-    return ClassStats.from_labels(
-        class_ids, n_classes, np.ones(len(df)), sens_codes, sens_values
-    )
+    return ClassStats.from_labels(class_ids, n_classes, np.ones(len(df)), sens_codes, sens_values)
 
 
 def verify_table(
@@ -141,11 +139,13 @@ def verify_table(
     if input_rows is not None:
         suppressed = input_rows - len(release)
         allowed = math.floor(suppression_limit * input_rows + 1e-9)
-        measurements.update(suppressed=suppressed, suppression_allowed=allowed,
-                            input_rows=input_rows)
+        measurements.update(
+            suppressed=suppressed, suppression_allowed=allowed, input_rows=input_rows
+        )
         if suppressed < 0:
-            reasons.append(f"the release has more rows ({len(release)}) than the input "
-                           f"({input_rows})")
+            reasons.append(
+                f"the release has more rows ({len(release)}) than the input ({input_rows})"
+            )
         elif suppressed > allowed:
             reasons.append(
                 f"{suppressed} records suppressed, more than the limit of {allowed} "
@@ -154,9 +154,7 @@ def verify_table(
     stats = class_stats_of(release, quasi_identifiers, sensitive)
     measurements["classes"] = len(stats.sizes)
     measurements["min_class_size"] = int(stats.sizes.min()) if len(stats.sizes) else 0
-    measurements["average_class_size"] = (
-        float(stats.sizes.mean()) if len(stats.sizes) else 0.0
-    )
+    measurements["average_class_size"] = float(stats.sizes.mean()) if len(stats.sizes) else 0.0
     achieved: dict[str, float] = {}
     for model in models:
         level = model.achieved(stats) if len(stats.sizes) else float("nan")

@@ -9,6 +9,7 @@ without rows, duplicated column names.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 from pathlib import Path
@@ -28,11 +29,9 @@ def _check_header(path: Path, spec: InputSpec, encoding: str) -> None:
     try:
         with open(path, encoding=encoding, newline="") as fh:
             first = fh.readline()
-    except UnicodeDecodeError as exc:
-        raise IngestError(
-            f"{path}: not valid {spec.encoding} text (byte {exc.start} of the header); "
-            "set input.encoding in the policy"
-        ) from None
+    except UnicodeDecodeError:
+        # Text mode decodes a whole buffer, so the bad byte may sit in any early line.
+        raise _decode_error(path, spec, encoding) from None
     if not first.strip():
         raise IngestError(f"{path}: the file is empty (no header line)")
     header = next(csv.reader(io.StringIO(first), delimiter=spec.delimiter[0]))
@@ -44,6 +43,46 @@ def _check_header(path: Path, spec: InputSpec, encoding: str) -> None:
         if name in seen:
             raise IngestError(f"{path}, line 1: duplicate column name {name!r}")
         seen.add(name)
+
+
+def _decode_error(path: Path, spec: InputSpec, encoding: str) -> IngestError:
+    """An error naming the line and byte offset of the first byte that is not ``encoding``."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    line, offset = 1, 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_SNIFF_BYTES):
+            try:
+                line += decoder.decode(chunk).count("\n")
+            except UnicodeDecodeError as exc:
+                # exc.object ends where this chunk ends (it may start with buffered bytes).
+                start = offset + len(chunk) - len(exc.object)
+                good = exc.object[: exc.start]
+                line += codecs.decode(good, encoding, errors="replace").count("\n")
+                return IngestError(
+                    f"{path}, line {line}: not valid {spec.encoding} text (byte offset "
+                    f"{start + exc.start}); set input.encoding in the policy"
+                )
+            offset += len(chunk)
+    return IngestError(f"{path}: not valid {spec.encoding} text; set input.encoding in the policy")
+
+
+def _check_row_lengths(path: Path, spec: InputSpec, encoding: str, width: int) -> None:
+    """Reject a row with fewer fields than the header (pandas silently pads it with NA).
+
+    Rows with too many fields are already refused by the parser.
+    """
+    if len(spec.delimiter) != 1:
+        return  # the csv module cannot split on a multi-character delimiter
+    with open(path, encoding=encoding, newline="") as fh:
+        reader = csv.reader(fh, delimiter=spec.delimiter)
+        for row in reader:
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue  # blank lines are skipped by the parser too
+            if len(row) != width:
+                raise IngestError(
+                    f"{path}, line {reader.line_num}: ragged row with {len(row)} field(s), "
+                    f"expected {width}"
+                )
 
 
 def _read_csv(path: Path, spec: InputSpec) -> pd.DataFrame:
@@ -71,11 +110,11 @@ def _read_csv(path: Path, spec: InputSpec) -> pd.DataFrame:
         raise IngestError(f"{path}: the file is empty") from None
     except pd.errors.ParserError as exc:
         raise IngestError(f"{path}: malformed CSV: {exc}".strip()) from None
-    except UnicodeDecodeError as exc:
-        raise IngestError(
-            f"{path}: not valid {spec.encoding} text (byte offset {exc.start}); "
-            "set input.encoding in the policy"
-        ) from None
+    except UnicodeDecodeError:
+        raise _decode_error(path, spec, encoding) from None
+    # A short row can only show up as a missing last cell: scan the file only in that case.
+    if len(df) and df.shape[1] > 1 and df.iloc[:, -1].isna().any():
+        _check_row_lengths(path, spec, encoding, df.shape[1])
     if spec.header:
         df.columns = [str(c).strip() for c in df.columns]
     else:

@@ -29,7 +29,9 @@ def precision(
     if n_rows <= 0:
         raise ValueError(f"The 'n_rows' parameter must be positive. Got {n_rows}.")
     if not 0 <= n_suppressed <= n_rows:
-        raise ValueError(f"The 'n_suppressed' parameter must be in [0, {n_rows}]. Got {n_suppressed}.")
+        raise ValueError(
+            f"The 'n_suppressed' parameter must be in [0, {n_rows}]. Got {n_suppressed}."
+        )
     n_qi = len(levels)
     kept = n_rows - n_suppressed
     per_record = sum(levels[q] / heights[q] for q in levels if heights[q] > 0)

@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from core.exceptions import PolicyError
 
@@ -104,15 +112,17 @@ class IntervalHierarchySpec(_Strict):
     bands: list[Annotated[float, Field(gt=0)]] = Field(min_length=1)
     start: float = 0.0
 
-    @model_validator(mode="after")
-    def _bands_nest(self) -> IntervalHierarchySpec:
-        for narrow, wide in zip(self.bands, self.bands[1:], strict=False):
+    # A field validator (not a model validator) so the error names ``...hierarchy.bands``.
+    @field_validator("bands")
+    @classmethod
+    def _bands_nest(cls, bands: list[float]) -> list[float]:
+        for narrow, wide in zip(bands, bands[1:], strict=False):
             ratio = wide / narrow
             if wide <= narrow or abs(ratio - round(ratio)) > 1e-9:
                 raise ValueError(
                     f"bands must grow and each must divide the next; {wide} does not nest {narrow}"
                 )
-        return self
+        return bands
 
 
 class MaskingHierarchySpec(_Strict):
@@ -127,11 +137,14 @@ class MaskingHierarchySpec(_Strict):
     levels: int | None = Field(default=None, ge=1)
     mask_char: str = Field(default="*", min_length=1, max_length=1)
 
-    @model_validator(mode="after")
-    def _levels_fit(self) -> MaskingHierarchySpec:
-        if self.levels is not None and self.levels > self.length:
-            raise ValueError(f"levels ({self.levels}) cannot exceed length ({self.length})")
-        return self
+    # A field validator so the error names ``...hierarchy.levels`` (``length`` is validated first).
+    @field_validator("levels")
+    @classmethod
+    def _levels_fit(cls, levels: int | None, info: ValidationInfo) -> int | None:
+        length = info.data.get("length")
+        if levels is not None and length is not None and levels > length:
+            raise ValueError(f"levels ({levels}) cannot exceed length ({length})")
+        return levels
 
 
 class TaxonomyHierarchySpec(_Strict):
@@ -168,11 +181,7 @@ class ColumnSpec(_Strict):
             raise ValueError("a quasi_identifier needs a 'hierarchy'")
         if self.role is not Role.QUASI_IDENTIFIER and self.hierarchy is not None:
             raise ValueError(f"only a quasi_identifier takes a 'hierarchy' (role is {self.role})")
-        if (
-            self.minimum is not None
-            and self.maximum is not None
-            and self.minimum > self.maximum
-        ):
+        if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
             raise ValueError(f"minimum ({self.minimum}) > maximum ({self.maximum})")
         if self.categories is not None and self.type not in (
             ColumnType.CATEGORICAL,
@@ -208,15 +217,16 @@ class InputSpec(_Strict):
     encoding: str = "utf-8"
     header: bool = True
 
-    @model_validator(mode="after")
-    def _encoding_known(self) -> InputSpec:
+    @field_validator("encoding")
+    @classmethod
+    def _encoding_known(cls, encoding: str) -> str:
         import codecs
 
         try:
-            codecs.lookup(self.encoding)
+            codecs.lookup(encoding)
         except LookupError as exc:
-            raise ValueError(f"unknown encoding {self.encoding!r}") from exc
-        return self
+            raise ValueError(f"unknown encoding {encoding!r}") from exc
+        return encoding
 
 
 class LDiversitySpec(_Strict):
@@ -290,13 +300,13 @@ class ReleasePolicy(_Strict):
         if not self.quasi_identifiers:
             raise ValueError("columns: at least one column must have role 'quasi_identifier'")
         sensitive = set(self.sensitive_columns)
-        for key, specs in (("l_diversity", self.privacy.l_diversity),
-                           ("t_closeness", self.privacy.t_closeness)):
+        for key, specs in (
+            ("l_diversity", self.privacy.l_diversity),
+            ("t_closeness", self.privacy.t_closeness),
+        ):
             for i, spec in enumerate(specs):
                 if spec.column not in self.columns:
-                    raise ValueError(
-                        f"privacy.{key}[{i}].column: unknown column {spec.column!r}"
-                    )
+                    raise ValueError(f"privacy.{key}[{i}].column: unknown column {spec.column!r}")
                 if spec.column not in sensitive:
                     raise ValueError(
                         f"privacy.{key}[{i}].column: {spec.column!r} must have role 'sensitive'"

@@ -3,7 +3,8 @@
 A release folder ``<root>/<dataset>/<release-id>/`` appears in one ``rename`` once its file and
 manifest are complete and fsynced, so a reader never sees a half-written release. A blocked
 gate or a crash before the rename leaves only a ``.staging-*`` folder, which :func:`discard`
-removes (and which is never mistaken for a release). The input file is only ever read.
+removes when it gives up (and which is never mistaken for a release). The input file is only
+ever read.
 """
 
 from __future__ import annotations
@@ -126,8 +127,10 @@ def publish(staged: StagedRelease, manifest: dict) -> Path:
         os.rename(staged.staging_dir, staged.final_dir)
         _fsync_dir(staged.final_dir.parent)
     except OSError as exc:
-        discard(staged)
         if staged.final_dir.exists() and (staged.final_dir / "manifest.json").exists():
+            discard(staged)
             return staged.final_dir  # a concurrent run published the same release first
+        # The staging folder is kept so that a retry can publish it; the caller discards it
+        # when it gives up.
         raise PublishError(f"cannot publish {staged.final_dir}: {exc}") from None
     return staged.final_dir

@@ -129,9 +129,7 @@ def anonymize(
         "generalization_steps": len(result.steps),
         "seconds": round(time.perf_counter() - started, 4),
     }
-    transformation = {
-        name: f"level {lvl}/{heights[name]}" for name, lvl in result.levels.items()
-    }
+    transformation = {name: f"level {lvl}/{heights[name]}" for name, lvl in result.levels.items()}
     return AnonymizedTable(release, result, metrics, transformation)
 
 

@@ -162,11 +162,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     def release_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--k", type=_positive_int, help="override privacy.k")
-        p.add_argument("--suppression-limit", type=_fraction,
-                       help="override privacy.suppression_limit (a fraction, e.g. 0.02)")
+        p.add_argument(
+            "--suppression-limit",
+            type=_fraction,
+            help="override privacy.suppression_limit (a fraction, e.g. 0.02)",
+        )
         p.add_argument("--output", help="override output.directory")
-        p.add_argument("--release-date", type=date.fromisoformat,
-                       help="release date, YYYY-MM-DD (default: today, UTC)")
+        p.add_argument(
+            "--release-date",
+            type=date.fromisoformat,
+            help="release date, YYYY-MM-DD (default: today, UTC)",
+        )
         p.add_argument("--dry-run", action="store_true", help="verify but do not publish")
 
     run = sub.add_parser("run", help="run one release of a policy")
@@ -176,10 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="run the pipeline on the built-in demo dataset")
-    demo.add_argument("--workdir", default=".",
-                      help="where demo-data/ and releases/ are created (default: .)")
-    demo.add_argument("--rows", type=_positive_int, default=30_000,
-                      help="rows of synthetic census data (default: 30000)")
+    demo.add_argument(
+        "--workdir", default=".", help="where demo-data/ and releases/ are created (default: .)"
+    )
+    demo.add_argument(
+        "--rows",
+        type=_positive_int,
+        default=30_000,
+        help="rows of synthetic census data (default: 30000)",
+    )
     release_options(demo)
     demo.set_defaults(func=cmd_demo)
 

@@ -72,7 +72,10 @@ def release_flow(
     hierarchies = stages.load_hierarchies(policy)
     log.info(
         "policy %s: dataset %r, %d quasi-identifiers, k=%d, suppression limit %.2f%%",
-        policy_path, policy.dataset, len(policy.quasi_identifiers), policy.privacy.k,
+        policy_path,
+        policy.dataset,
+        len(policy.quasi_identifiers),
+        policy.privacy.k,
         100 * policy.privacy.suppression_limit,
     )
 
@@ -84,21 +87,37 @@ def release_flow(
     staged, decision = gate_task(table, policy, release_id, ingested.rows)
     try:
         if not decision.passed:
-            raise GateBlockedError(f"gate blocked release {release_id}: {decision.summary}",
-                                   decision)
+            raise GateBlockedError(
+                f"gate blocked release {release_id}: {decision.summary}", decision
+            )
         manifest = stages.build_manifest(
-            policy=policy, release_id=release_id, release_date=release_date,
-            ingested=ingested, table=table, staged=staged, decision=decision,
+            policy=policy,
+            release_id=release_id,
+            release_date=release_date,
+            ingested=ingested,
+            table=table,
+            staged=staged,
+            decision=decision,
             run_id=str(flow_run.get_id() or ""),
         )
         if dry_run:
             log.info("dry run: release %s verified, not published", release_id)
-            return {"release_id": release_id, "path": None, "published": False,
-                    "gate": decision.to_dict(), "metrics": table.metrics}
+            return {
+                "release_id": release_id,
+                "path": None,
+                "published": False,
+                "gate": decision.to_dict(),
+                "metrics": table.metrics,
+            }
         path = publish_task(staged, manifest)
     finally:
         if staged.staging_dir.exists():
             discard(staged)
     log.info("released %s: %s", path, decision.summary)
-    return {"release_id": release_id, "path": str(path), "published": True,
-            "gate": decision.to_dict(), "metrics": table.metrics}
+    return {
+        "release_id": release_id,
+        "path": str(path),
+        "published": True,
+        "gate": decision.to_dict(),
+        "metrics": table.metrics,
+    }

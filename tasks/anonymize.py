@@ -23,6 +23,10 @@ def anonymize_task(
     m = table.metrics
     get_run_logger().info(
         "anonymize: %s chose %s; %d records suppressed, precision %.3f, %.2fs",
-        m["algorithm"], table.result.levels, m["suppressed"], m["precision"], m["seconds"],
+        m["algorithm"],
+        table.result.levels,
+        m["suppressed"],
+        m["precision"],
+        m["seconds"],
     )
     return table

@@ -15,6 +15,9 @@ def ingest_task(policy: ReleasePolicy) -> stages.IngestedTable:
     ingested = stages.ingest(policy)
     get_run_logger().info(
         "ingest: %d rows x %d columns from %s (sha256 %s)",
-        ingested.rows, ingested.frame.shape[1], ingested.path, ingested.sha256[:12],
+        ingested.rows,
+        ingested.frame.shape[1],
+        ingested.path,
+        ingested.sha256[:12],
     )
     return ingested

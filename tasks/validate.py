@@ -17,7 +17,5 @@ def validate_task(
 ) -> pd.DataFrame:
     """Coerce and check the input; every failing cell is reported at once."""
     validated = validate_input(frame, policy, hierarchies)
-    get_run_logger().info(
-        "validate: %d rows, %d columns match the policy schema", *validated.shape
-    )
+    get_run_logger().info("validate: %d rows, %d columns match the policy schema", *validated.shape)
     return validated

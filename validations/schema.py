@@ -38,9 +38,14 @@ def _checks(spec: ColumnSpec, hierarchy: Hierarchy | None) -> list[pa.Check]:
     if spec.maximum is not None:
         checks.append(pa.Check.le(spec.maximum, error=f"value <= {spec.maximum:g}"))
     allowed = spec.categories
-    if allowed is None and isinstance(hierarchy, ARXHierarchy) and spec.type in (
-        ColumnType.CATEGORICAL,
-        ColumnType.STRING,
+    if (
+        allowed is None
+        and isinstance(hierarchy, ARXHierarchy)
+        and spec.type
+        in (
+            ColumnType.CATEGORICAL,
+            ColumnType.STRING,
+        )
     ):
         allowed = hierarchy.domain
     if allowed is not None:

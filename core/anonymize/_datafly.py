@@ -106,14 +106,16 @@ class Datafly:
             most = max(distinct.values())
             tied = [j for j in candidates if distinct[j] == most]
             chosen = tied[0] if len(tied) == 1 else self._tie_break(freq, codes, tied)
-            steps.append({
-                "generalize": table.names[chosen],
-                "to_level": levels[chosen] + 1,
-                "distinct_values": most,
-                "tied_with": [table.names[j] for j in tied if j != chosen],
-                "outliers_before": outliers,
-                "classes_before": n_classes,
-            })
+            steps.append(
+                {
+                    "generalize": table.names[chosen],
+                    "to_level": levels[chosen] + 1,
+                    "distinct_values": most,
+                    "tied_with": [table.names[j] for j in tied if j != chosen],
+                    "outliers_before": outliers,
+                    "classes_before": n_classes,
+                }
+            )
             levels[chosen] += 1
         suppressed = failing[freq.row_to_tuple]
         return AnonymizationResult(

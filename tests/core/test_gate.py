@@ -1,0 +1,387 @@
+"""Unit tests for core.gate: verify_table / verify_release on tiny hand-computed tables."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.exceptions import VerificationError
+from core.gate import GateDecision, class_stats_of, read_release, verify_release, verify_table
+from core.privacy import (
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    TCloseness,
+)
+
+QI = ["zip", "age"]
+
+
+def two_anonymous() -> pd.DataFrame:
+    """Two classes, of sizes 2 and 4."""
+    return pd.DataFrame({
+        "zip": ["130**", "130**", "148**", "148**", "148**", "148**"],
+        "age": ["<30", "<30", ">=40", ">=40", ">=40", ">=40"],
+        "disease": ["flu", "cold", "flu", "flu", "cancer", "cold"],
+    })  # fmt: skip
+
+
+def six_rows() -> pd.DataFrame:
+    """Two classes of three rows, A = rows 0-2 and B = rows 3-5.
+
+    disease: A = {flu: 2, cold: 1}, B = {flu: 1, cancer: 1, cold: 1};
+             overall flu 1/2, cold 1/3, cancer 1/6.
+    salary:  A = {9, 9, 10}, B = {10, 30, 30}; overall 1/3 each. Ordered as text
+             ("10" < "30" < "9") the ordered EMD would be 1/6 instead of 1/3.
+    """
+    return pd.DataFrame({
+        "zip": ["130**"] * 3 + ["148**"] * 3,
+        "age": ["<30"] * 3 + [">=40"] * 3,
+        "disease": ["flu", "flu", "cold", "flu", "cancer", "cold"],
+        "salary": [9, 9, 10, 10, 30, 30],
+    })  # fmt: skip
+
+
+def _write_csv(tmp_path: Path, df: pd.DataFrame, name: str = "release.csv") -> Path:
+    path = tmp_path / name
+    df.to_csv(path, index=False)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# k-anonymity and the decision's shape
+
+
+def test_two_anonymous_table_passes_k2() -> None:
+    decision = verify_table(two_anonymous(), QI, [KAnonymity(k=2)])
+    assert decision.passed
+    assert decision.reasons == []
+    m = decision.measurements
+    assert m["rows"] == 6
+    assert m["classes"] == 2
+    assert m["min_class_size"] == 2
+    assert m["average_class_size"] == 3.0
+    assert m["achieved"] == {"2-anonymity": 2.0}
+
+
+def test_two_anonymous_table_fails_k3_naming_the_model() -> None:
+    decision = verify_table(two_anonymous(), QI, [KAnonymity(k=3)])
+    assert not decision.passed
+    assert decision.reasons == ["3-anonymity not met: the release reaches 2"]
+    assert decision.measurements["achieved"]["3-anonymity"] == 2.0
+    assert decision.summary.startswith("BLOCKED: 3-anonymity")
+
+
+def test_classes_are_combinations_of_all_quasi_identifiers() -> None:
+    # each column alone is 2-anonymous, the pair makes four singleton classes
+    df = pd.DataFrame({"zip": ["a", "a", "b", "b"], "age": ["1", "2", "1", "2"]})
+    assert verify_table(df, ["zip"], [KAnonymity(k=2)]).passed
+    assert verify_table(df, ["age"], [KAnonymity(k=2)]).passed
+    decision = verify_table(df, ["zip", "age"], [KAnonymity(k=2)])
+    assert not decision.passed
+    assert decision.measurements["classes"] == 4
+    assert decision.measurements["min_class_size"] == 1
+
+
+def test_every_failing_model_is_a_reason() -> None:
+    models = [KAnonymity(k=3), DistinctLDiversity(column="disease", l=3),
+              RecursiveCLDiversity(column="disease", c=2, l=2)]  # fmt: skip
+    decision = verify_table(six_rows(), QI, models)
+    assert not decision.passed
+    assert decision.reasons == [
+        "distinct-3-diversity(disease) not met: the release reaches 2",
+        "recursive-(2,2)-diversity(disease) not met: the release reaches 2",
+    ]
+
+
+def test_passing_summary_and_to_dict() -> None:
+    decision = verify_table(six_rows(), QI, [KAnonymity(k=3)], input_rows=6)
+    assert decision.passed
+    assert decision.summary == "PASSED: 6 rows in 2 classes, smallest class 3, 0 records suppressed"
+    as_dict = decision.to_dict()
+    assert as_dict["passed"] is True
+    assert as_dict["measurements"]["suppressed"] == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Columns: direct identifiers, undeclared and missing columns
+
+
+def test_forbidden_identifier_column_blocks_even_when_k_holds() -> None:
+    df = six_rows().assign(name=["Ann", "Bob", "Cid", "Dan", "Eve", "Fay"])
+    decision = verify_table(df, QI, [KAnonymity(k=2)], forbidden_columns=["name", "ssn"])
+    assert not decision.passed
+    assert decision.reasons == ["direct identifier column(s) present in the release: ['name']"]
+    # the privacy measurements are still taken
+    assert decision.measurements["achieved"]["2-anonymity"] == 3.0
+
+
+def test_forbidden_columns_absent_pass() -> None:
+    decision = verify_table(six_rows(), QI, [KAnonymity(k=2)], forbidden_columns=["name"])
+    assert decision.passed
+
+
+def test_unexpected_extra_column_blocks() -> None:
+    df = six_rows().assign(notes=["x"] * 6)
+    expected = ["zip", "age", "disease", "salary"]
+    decision = verify_table(df, QI, [KAnonymity(k=2)], expected_columns=expected)
+    assert not decision.passed
+    assert decision.reasons == ["undeclared column(s) in the release: ['notes']"]
+    assert verify_table(six_rows(), QI, [KAnonymity(k=2)], expected_columns=expected).passed
+
+
+def test_missing_expected_column_blocks() -> None:
+    expected = ["zip", "age", "disease", "salary", "income"]
+    decision = verify_table(six_rows(), QI, [KAnonymity(k=2)], expected_columns=expected)
+    assert not decision.passed
+    assert decision.reasons == ["column(s) missing from the release: ['income']"]
+
+
+@pytest.mark.parametrize(
+    ("qi", "model", "absent"),
+    [
+        (["zip", "sex"], KAnonymity(k=2), ["sex"]),
+        (QI, DistinctLDiversity(column="income", l=2), ["income"]),
+    ],
+)
+def test_quasi_identifier_or_sensitive_column_absent_cannot_be_verified(qi, model, absent) -> None:
+    decision = verify_table(six_rows(), qi, [model])
+    assert not decision.passed
+    assert decision.reasons == [f"cannot verify: columns not in the release: {absent}"]
+    assert "achieved" not in decision.measurements
+
+
+# --------------------------------------------------------------------------------------------
+# Suppression limit
+
+
+def test_too_many_suppressed_records_blocks_with_the_numbers() -> None:
+    decision = verify_table(six_rows(), QI, [KAnonymity(k=3)], input_rows=10,
+                            suppression_limit=0.2)  # fmt: skip
+    assert not decision.passed
+    assert decision.reasons == ["4 records suppressed, more than the limit of 2 (20.00% of 10)"]
+    m = decision.measurements
+    assert (m["suppressed"], m["suppression_allowed"], m["input_rows"]) == (4, 2, 10)
+
+
+def test_suppression_within_the_limit_passes() -> None:
+    decision = verify_table(six_rows(), QI, [KAnonymity(k=3)], input_rows=10,
+                            suppression_limit=0.4)  # fmt: skip
+    assert decision.passed
+    assert decision.measurements["suppressed"] == 4
+    assert decision.measurements["suppression_allowed"] == 4
+
+
+def test_suppression_allowance_is_floored_but_robust_to_float_error() -> None:
+    # 0.29 * 100 == 28.999999999999996 in floating point: the allowance is still 29
+    df = pd.DataFrame({"zip": ["1"] * 71})
+    decision = verify_table(df, ["zip"], [KAnonymity(k=2)], input_rows=100,
+                            suppression_limit=0.29)  # fmt: skip
+    assert decision.measurements["suppression_allowed"] == 29
+    assert decision.passed
+    # 0.5 * 11 = 5.5 -> 5 records may go; 0.3 * 9 = 2.7 -> 2
+    odd = verify_table(six_rows(), QI, [KAnonymity(k=3)], input_rows=11, suppression_limit=0.5)
+    assert odd.measurements["suppression_allowed"] == 5
+    assert odd.passed
+    tight = verify_table(six_rows(), QI, [KAnonymity(k=3)], input_rows=9, suppression_limit=0.3)
+    assert tight.measurements["suppression_allowed"] == 2
+    assert tight.reasons == ["3 records suppressed, more than the limit of 2 (30.00% of 9)"]
+
+
+def test_zero_suppression_limit_by_default() -> None:
+    decision = verify_table(six_rows(), QI, [KAnonymity(k=3)], input_rows=7)
+    assert not decision.passed
+    assert decision.reasons == ["1 records suppressed, more than the limit of 0 (0.00% of 7)"]
+
+
+def test_more_rows_than_the_input_blocks() -> None:
+    decision = verify_table(six_rows(), QI, [KAnonymity(k=3)], input_rows=5)
+    assert not decision.passed
+    assert decision.reasons == ["the release has more rows (6) than the input (5)"]
+
+
+# --------------------------------------------------------------------------------------------
+# Empty and unreadable releases
+
+
+def test_empty_release_is_blocked() -> None:
+    empty = six_rows().iloc[0:0]
+    decision = verify_table(empty, QI, [KAnonymity(k=2), DistinctLDiversity(column="disease", l=2)])
+    assert not decision.passed
+    assert decision.reasons == ["the release has no rows"]
+    assert decision.measurements["classes"] == 0
+    assert all(math.isnan(v) for v in decision.measurements["achieved"].values())
+
+
+def test_empty_release_file_is_blocked(tmp_path: Path) -> None:
+    path = tmp_path / "release.csv"
+    path.write_text("zip,age,disease\n")
+    decision = verify_release(path, QI, [KAnonymity(k=2)])
+    assert not decision.passed
+    assert "the release has no rows" in decision.reasons
+
+
+def test_missing_file_is_blocked_not_raised(tmp_path: Path) -> None:
+    decision = verify_release(tmp_path / "nope.csv", QI, [KAnonymity(k=2)])
+    assert isinstance(decision, GateDecision)
+    assert not decision.passed
+    assert len(decision.reasons) == 1
+    assert "release file not found" in decision.reasons[0]
+    assert "nope.csv" in decision.reasons[0]
+    assert decision.measurements == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("release.csv", b"zip,age\n130**,<30\n148**,>=40,extra,cells\n"),  # ragged rows
+        ("release.parquet", b"this is not a parquet file"),
+        ("release.csv", b"\x00\x01\x02\xff\xfe binary"),  # not UTF-8
+    ],
+)
+def test_unreadable_file_is_blocked_not_raised(tmp_path: Path, name: str, content: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    decision = verify_release(path, QI, [KAnonymity(k=2)])
+    assert not decision.passed
+    assert len(decision.reasons) == 1
+    assert decision.reasons[0].startswith(f"cannot read release {path}")
+    assert decision.measurements == {}
+
+
+def test_directory_instead_of_file_is_blocked(tmp_path: Path) -> None:
+    decision = verify_release(tmp_path, QI, [KAnonymity(k=2)])
+    assert not decision.passed
+    assert "cannot read release" in decision.reasons[0]
+
+
+def test_read_release_raises_verification_error(tmp_path: Path) -> None:
+    with pytest.raises(VerificationError, match="not found"):
+        read_release(tmp_path / "missing.csv")
+
+
+# --------------------------------------------------------------------------------------------
+# Releases are read back as text
+
+
+def test_cells_are_compared_as_text(tmp_path: Path) -> None:
+    # As numbers, "02139" and "2139" would merge into one class of four.
+    df = pd.DataFrame({"zip": ["02139", "02139", "2139", "2139"], "d": ["NA", "x", "NA", "y"]})
+    path = _write_csv(tmp_path, df)
+    released = read_release(path)
+    assert released["zip"].tolist() == ["02139", "02139", "2139", "2139"]
+    assert released["d"].tolist() == ["NA", "x", "NA", "y"]  # "NA" is a value, not missing
+    decision = verify_release(path, ["zip"], [KAnonymity(k=2), DistinctLDiversity(column="d", l=2)])
+    assert decision.passed
+    assert decision.measurements["classes"] == 2
+    assert decision.measurements["achieved"]["2-anonymity"] == 2.0
+
+
+def test_parquet_and_csv_releases_measure_the_same(tmp_path: Path) -> None:
+    models = [KAnonymity(k=2), EntropyLDiversity(column="disease", l=1.5),
+              TCloseness(column="salary", t=0.5, distance="ordered")]  # fmt: skip
+    csv = verify_release(_write_csv(tmp_path, six_rows()), QI, models)
+    parquet_path = tmp_path / "release.parquet"
+    six_rows().to_parquet(parquet_path, index=False)
+    parquet = verify_release(parquet_path, QI, models)
+    assert csv.passed and parquet.passed
+    for key, value in csv.measurements["achieved"].items():
+        assert parquet.measurements["achieved"][key] == pytest.approx(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Hand-computed levels of the l-diversity and t-closeness models on six_rows()
+
+
+@pytest.fixture(params=["memory", "csv"])
+def six(request, tmp_path: Path):
+    """Run the gate on six_rows(), in memory or read back from a CSV file (all text)."""
+
+    def run(models):
+        if request.param == "memory":
+            return verify_table(six_rows(), QI, models)
+        return verify_release(_write_csv(tmp_path, six_rows()), QI, models)
+
+    return run
+
+
+def test_distinct_l_diversity_level(six) -> None:
+    decision = six([DistinctLDiversity(column="disease", l=2)])
+    assert decision.passed
+    assert decision.measurements["achieved"]["distinct-2-diversity(disease)"] == 2.0
+
+
+def test_entropy_l_diversity_level(six) -> None:
+    # A: H = -(2/3 ln 2/3 + 1/3 ln 1/3), exp(H) = 3 / 2^(2/3) ~ 1.8899; B: exp(ln 3) = 3
+    expected = 3 / 2 ** (2 / 3)
+    passing = six([EntropyLDiversity(column="disease", l=1.8)])
+    assert passing.passed
+    assert passing.measurements["achieved"]["entropy-1.8-diversity(disease)"] == pytest.approx(
+        expected, rel=1e-12
+    )
+    failing = six([EntropyLDiversity(column="disease", l=1.9)])
+    assert not failing.passed
+    assert failing.reasons == [
+        "entropy-1.9-diversity(disease) not met: the release reaches 1.88988"
+    ]
+
+
+def test_entropy_l_diversity_exactly_at_the_bound_passes() -> None:
+    # Each class is 50/50 over two values: entropy is exactly ln 2, which is 2-diverse.
+    df = pd.DataFrame({"zip": ["a", "a", "b", "b"], "d": ["x", "y", "y", "z"]})
+    model = EntropyLDiversity(column="d", l=2)
+    decision = verify_table(df, ["zip"], [model])
+    assert decision.passed
+    assert decision.measurements["achieved"][str(model)] == pytest.approx(2.0, rel=1e-12)
+
+
+def test_recursive_cl_diversity_level(six) -> None:
+    # l=2: A counts (2,1) -> 2/1 = 2; B (1,1,1) -> 1/(1+1) = 0.5; the table reaches max = 2
+    holds = six([RecursiveCLDiversity(column="disease", c=3, l=2)])
+    assert holds.passed
+    assert holds.measurements["achieved"]["recursive-(3,2)-diversity(disease)"] == 2.0
+    # the condition is strict: r1 < c * tail fails when the ratio equals c
+    strict = six([RecursiveCLDiversity(column="disease", c=2, l=2)])
+    assert not strict.passed
+    # l=3: A has only two distinct values, so its tail r3 + ... is empty -> infinite ratio
+    three = six([RecursiveCLDiversity(column="disease", c=5, l=3)])
+    assert not three.passed
+    assert three.measurements["achieved"]["recursive-(5,3)-diversity(disease)"] == math.inf
+
+
+def test_t_closeness_equal_distance_level(six) -> None:
+    # disease, A: 0.5 * (|2/3 - 1/2| + |1/3 - 1/3| + |0 - 1/6|) = 1/6; B: 1/6 likewise.
+    # salary,  A: 0.5 * (1/3 + 0 + 1/3) = 1/3
+    models = [TCloseness(column="disease", t=0.2), TCloseness(column="salary", t=0.3)]
+    decision = six(models)
+    achieved = decision.measurements["achieved"]
+    assert achieved["0.2-closeness(disease, equal distance)"] == pytest.approx(1 / 6)
+    assert achieved["0.3-closeness(salary, equal distance)"] == pytest.approx(1 / 3)
+    assert decision.reasons == ["0.3-closeness(salary, equal distance) not met: the release "
+                                "reaches 0.333333"]  # fmt: skip
+
+
+def test_t_closeness_equal_distance_bound_is_inclusive(six) -> None:
+    assert six([TCloseness(column="disease", t=1 / 6)]).passed
+
+
+def test_t_closeness_ordered_distance_orders_numbers_numerically(six) -> None:
+    # salary values 9 < 10 < 30, m = 3. A: p - q = (1/3, 0, -1/3), cumsum (1/3, 1/3, 0),
+    # EMD = (1/3 + 1/3) / (m - 1) = 1/3; B symmetric. In text order it would be 1/6.
+    model = TCloseness(column="salary", t=0.25, distance="ordered")
+    decision = six([model])
+    assert decision.measurements["achieved"][str(model)] == pytest.approx(1 / 3)
+    assert not decision.passed
+    assert six([TCloseness(column="salary", t=1 / 3, distance="ordered")]).passed
+
+
+def test_class_stats_of_counts_by_class() -> None:
+    stats = class_stats_of(six_rows(), QI, ["disease"])
+    assert stats.sizes.tolist() == [3, 3]
+    assert list(stats.ordered_values["disease"]) == ["cancer", "cold", "flu"]
+    assert stats.histograms["disease"].tolist() == [[0, 1, 2], [1, 1, 1]]
+    assert stats.overall["disease"].tolist() == pytest.approx([1 / 6, 1 / 3, 1 / 2])

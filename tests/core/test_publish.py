@@ -1,0 +1,167 @@
+"""Tests for core.publish: stage, publish atomically, discard, deterministic release ids."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.exceptions import PublishError
+from core.publish import (
+    StagedRelease,
+    discard,
+    make_release_id,
+    publish,
+    sha256_file,
+    stage_release,
+)
+
+RELEASE_ID = "2024-05-01-0123456789ab"
+
+
+def release_table(label: str = "a") -> pd.DataFrame:
+    return pd.DataFrame({"age": ["30-39", "30-39"], "label": [label, label]})
+
+
+def leftovers(root: Path, dataset: str = "toy") -> list[str]:
+    return sorted(p.name for p in (root / dataset).iterdir() if p.name.startswith(".staging-"))
+
+
+def test_stage_writes_into_a_staging_folder(tmp_path: Path) -> None:
+    staged = stage_release(release_table(), tmp_path, "toy", RELEASE_ID)
+    assert isinstance(staged, StagedRelease)
+    assert staged.staging_dir.parent == tmp_path / "toy"
+    assert staged.staging_dir.name.startswith(f".staging-{RELEASE_ID}-")
+    assert staged.final_dir == tmp_path / "toy" / RELEASE_ID
+    assert staged.release_id == RELEASE_ID
+    assert staged.release_file == staged.staging_dir / "release.csv"
+    assert staged.release_file.read_text() == "age,label\n30-39,a\n30-39,a\n"
+    assert not staged.final_dir.exists()
+
+
+def test_stage_then_publish(tmp_path: Path) -> None:
+    staged = stage_release(release_table(), tmp_path, "toy", RELEASE_ID)
+    manifest = {"release_id": RELEASE_ID, "rows": 2, "created": date(2024, 5, 1)}
+    final = publish(staged, manifest)
+    assert final == tmp_path / "toy" / RELEASE_ID
+    assert sorted(p.name for p in final.iterdir()) == ["manifest.json", "release.csv"]
+    assert (final / "release.csv").read_text() == "age,label\n30-39,a\n30-39,a\n"
+    written = json.loads((final / "manifest.json").read_text(encoding="utf-8"))
+    assert written == {"release_id": RELEASE_ID, "rows": 2, "created": "2024-05-01"}
+    assert not staged.staging_dir.exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_stage_parquet(tmp_path: Path) -> None:
+    staged = stage_release(release_table(), tmp_path, "toy", RELEASE_ID, fmt="parquet")
+    assert staged.release_file.name == "release.parquet"
+    final = publish(staged, {})
+    pd.testing.assert_frame_equal(pd.read_parquet(final / "release.parquet"), release_table())
+
+
+def test_discard_removes_staging(tmp_path: Path) -> None:
+    staged = stage_release(release_table(), tmp_path, "toy", RELEASE_ID)
+    discard(staged)
+    assert not staged.staging_dir.exists()
+    assert not staged.final_dir.exists()
+    assert leftovers(tmp_path) == []
+    discard(staged)  # idempotent
+
+
+def test_publishing_the_same_id_twice_keeps_the_first(tmp_path: Path) -> None:
+    first = publish(stage_release(release_table("first"), tmp_path, "toy", RELEASE_ID), {"n": 1})
+    second_staged = stage_release(release_table("second"), tmp_path, "toy", RELEASE_ID)
+    second = publish(second_staged, {"n": 2})
+    assert second == first
+    assert "first" in (first / "release.csv").read_text()
+    assert json.loads((first / "manifest.json").read_text()) == {"n": 1}
+    assert not second_staged.staging_dir.exists()
+    assert leftovers(tmp_path) == []
+    assert [p.name for p in (tmp_path / "toy").iterdir()] == [RELEASE_ID]
+
+
+def failing_rename(src: object, dst: object) -> None:
+    raise OSError(28, "No space left on device")
+
+
+def test_failed_rename_raises_and_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staged = stage_release(release_table(), tmp_path, "toy", RELEASE_ID)
+    monkeypatch.setattr(os, "rename", failing_rename)
+    with pytest.raises(PublishError) as info:
+        publish(staged, {"n": 1})
+    assert str(staged.final_dir) in str(info.value)
+    assert "No space left on device" in str(info.value)
+    assert not staged.final_dir.exists()
+    # publish() keeps the staging folder for a retry; the caller discards it when it gives up
+    # (flows/release.py does so in a ``finally``), after which nothing is left.
+    assert staged.staging_dir.exists()
+    discard(staged)
+    assert not staged.final_dir.exists()
+    assert leftovers(tmp_path) == []
+    assert list((tmp_path / "toy").iterdir()) == []
+
+
+def test_publish_can_be_retried_after_a_failed_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staged = stage_release(release_table(), tmp_path, "toy", RELEASE_ID)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "rename", failing_rename)
+        with pytest.raises(PublishError):
+            publish(staged, {"n": 1})
+    final = publish(staged, {"n": 2})
+    assert json.loads((final / "manifest.json").read_text()) == {"n": 2}
+    assert (final / "release.csv").is_file()
+    assert leftovers(tmp_path) == []
+
+
+def test_stage_into_an_unwritable_root_raises_publish_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(PublishError, match="cannot write the release"):
+        stage_release(release_table(), blocker, "toy", RELEASE_ID)
+
+
+# ---------------------------------------------------------------------------------------------
+# Release ids and file hashes
+# ---------------------------------------------------------------------------------------------
+
+DATA_SHA = "a" * 64
+POLICY_SHA = "b" * 64
+DAY = date(2024, 5, 1)
+
+
+def test_make_release_id_is_deterministic() -> None:
+    release_id = make_release_id(DATA_SHA, POLICY_SHA, DAY)
+    assert release_id == make_release_id(DATA_SHA, POLICY_SHA, DAY)
+    prefix, _, digest = release_id.rpartition("-")
+    assert prefix == "2024-05-01"
+    assert len(digest) == 12
+    int(digest, 16)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        ("c" * 64, POLICY_SHA, DAY),
+        (DATA_SHA, "c" * 64, DAY),
+        (DATA_SHA, POLICY_SHA, date(2024, 5, 2)),
+    ],
+    ids=["input", "policy", "date"],
+)
+def test_make_release_id_changes_with_each_input(changed: tuple[str, str, date]) -> None:
+    assert make_release_id(*changed) != make_release_id(DATA_SHA, POLICY_SHA, DAY)
+
+
+def test_sha256_file(tmp_path: Path) -> None:
+    path = tmp_path / "data.bin"
+    content = os.urandom(3 * (1 << 20) + 7)  # spans several read chunks
+    path.write_bytes(content)
+    assert sha256_file(path) == hashlib.sha256(content).hexdigest()

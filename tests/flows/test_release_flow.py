@@ -1,0 +1,168 @@
+"""End-to-end release flow on real data: publish when verified, nothing otherwise."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from pycanon import anonymity
+
+from core import stages
+from core.anonymize import AnonymizationResult
+from core.exceptions import AnonymizationError, GateBlockedError, PolicyError, PublishError
+from core.policy import load_policy
+
+REPO = Path(__file__).resolve().parents[2]
+ADULT_POLICY = REPO / "policies" / "adult.yaml"
+ADULT_QI = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
+RELEASE_DATE = date(2026, 11, 22)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _run(tmp_path: Path, **params):
+    from flows.release import release_flow
+
+    overrides = {"output.directory": str(tmp_path / "releases")}
+    overrides.update(params.pop("overrides", {}))
+    return release_flow(
+        policy_path=str(ADULT_POLICY), release_date=RELEASE_DATE, overrides=overrides, **params
+    )
+
+
+def _published(tmp_path: Path) -> list[Path]:
+    root = tmp_path / "releases"
+    return sorted(p for p in root.glob("*/*") if p.is_dir()) if root.exists() else []
+
+
+def _leftovers(tmp_path: Path) -> list[Path]:
+    root = tmp_path / "releases"
+    return sorted(root.glob("*/.staging-*")) if root.exists() else []
+
+
+@pytest.mark.parametrize("k", [2, 5, 10])
+def test_adult_release_is_k_anonymous_per_pycanon(prefect_harness, shared_data, tmp_path, k):
+    adult = shared_data("arx/adult.csv")
+    before = _sha256(adult)
+    outcome = _run(tmp_path, k=k)
+
+    folder = Path(outcome["path"])
+    assert outcome["published"] and folder.parent.name == "adult"
+    release = pd.read_csv(folder / "release.csv", dtype=str, keep_default_na=False)
+    assert anonymity.k_anonymity(release, ADULT_QI) >= k
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["gate"]["passed"] is True
+    assert manifest["policy"]["privacy"]["k"] == k
+    assert manifest["output"]["sha256"] == _sha256(folder / "release.csv")
+    assert manifest["input"]["sha256"] == before
+    assert manifest["input"]["rows"] == 30162
+    assert manifest["output"]["rows"] == len(release)
+    assert 30162 - len(release) <= int(0.02 * 30162)
+    assert set(manifest["transformation"]) == set(ADULT_QI)
+    assert _sha256(adult) == before, "the input file must never be modified"
+    assert _leftovers(tmp_path) == []
+
+
+def test_impossible_k_is_refused_and_publishes_nothing(prefect_harness, shared_data, tmp_path):
+    adult = shared_data("arx/adult.csv")
+    before = _sha256(adult)
+    with pytest.raises(AnonymizationError, match=r"privacy\.k = 40000 is larger than the table"):
+        _run(tmp_path, k=40000)
+    assert _published(tmp_path) == [] and _leftovers(tmp_path) == []
+    assert _sha256(adult) == before
+
+
+def test_gate_blocks_a_release_that_is_not_k_anonymous(
+    prefect_harness, shared_data, tmp_path, monkeypatch
+):
+    """Make the algorithm lie (publish the raw QIs); the gate must catch it on the file."""
+    shared_data("arx/adult.csv")
+    real_anonymize = stages.anonymize
+
+    def lying_anonymize(frame, policy, hierarchies, shuffle_seed=None):
+        table = real_anonymize(frame, policy, hierarchies, shuffle_seed)
+        raw = frame[policy.released_columns].astype("string").reset_index(drop=True)
+        fake = AnonymizationResult(
+            "liar", dict.fromkeys(policy.quasi_identifiers, 0), np.zeros(len(frame), dtype=bool)
+        )
+        return stages.AnonymizedTable(raw, fake, table.metrics, table.transformation)
+
+    monkeypatch.setattr(stages, "anonymize", lying_anonymize)
+    with pytest.raises(GateBlockedError, match="5-anonymity not met") as info:
+        _run(tmp_path)
+    assert info.value.decision.passed is False
+    assert info.value.decision.measurements["min_class_size"] == 1
+    assert _published(tmp_path) == [] and _leftovers(tmp_path) == []
+
+
+def test_crash_while_publishing_leaves_no_partial_release(
+    prefect_harness, shared_data, tmp_path, monkeypatch
+):
+    shared_data("arx/adult.csv")
+    import core.publish
+
+    def broken_rename(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(core.publish.os, "rename", broken_rename)
+    with pytest.raises(PublishError, match="No space left"):
+        _run(tmp_path, k=5)
+    assert _published(tmp_path) == [] and _leftovers(tmp_path) == []
+
+
+def test_same_data_policy_and_date_publish_once(prefect_harness, shared_data, tmp_path):
+    shared_data("arx/adult.csv")
+    first = _run(tmp_path, k=5)
+    manifest = (Path(first["path"]) / "manifest.json").read_text()
+    second = _run(tmp_path, k=5)
+    assert second["release_id"] == first["release_id"]
+    assert len(_published(tmp_path)) == 1
+    assert (Path(first["path"]) / "manifest.json").read_text() == manifest
+
+
+def test_dry_run_verifies_but_publishes_nothing(prefect_harness, shared_data, tmp_path):
+    shared_data("arx/adult.csv")
+    outcome = _run(tmp_path, k=5, dry_run=True)
+    assert outcome["published"] is False and outcome["gate"]["passed"] is True
+    assert _published(tmp_path) == [] and _leftovers(tmp_path) == []
+
+
+def test_bad_override_is_a_policy_error(prefect_harness, shared_data, tmp_path):
+    shared_data("arx/adult.csv")
+    with pytest.raises(PolicyError, match=r"privacy\.suppression_limit"):
+        _run(tmp_path, suppression_limit=1.5)
+
+
+def test_l_diversity_policy_is_enforced_and_verified(prefect_harness, shared_data, tmp_path):
+    shared_data("arx/adult.csv")
+    ld = [{"column": "salary-class", "variant": "distinct", "l": 2}]
+    outcome = _run(tmp_path, k=5, overrides={"privacy.l_diversity": ld})
+    release = pd.read_csv(Path(outcome["path"]) / "release.csv", dtype=str, keep_default_na=False)
+    assert anonymity.l_diversity(release, ADULT_QI, ["salary-class"]) >= 2
+    assert outcome["gate"]["measurements"]["achieved"]["distinct-2-diversity(salary-class)"] >= 2
+
+
+def test_policy_stage_functions_need_no_prefect(shared_data, tmp_path):
+    """The core stages run without an orchestrator (flows only compose them)."""
+    shared_data("arx/adult.csv")
+    policy = load_policy(ADULT_POLICY)
+    ingested = stages.ingest(policy)
+    table = stages.anonymize(ingested.frame, policy, stages.load_hierarchies(policy))
+    assert table.metrics["release_rows"] + table.metrics["suppressed"] == 30162
