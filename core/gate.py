@@ -47,10 +47,13 @@ class GateDecision:
         """One line for logs and the CLI."""
         if self.passed:
             m = self.measurements
-            return (
+            text = (
                 f"PASSED: {m.get('rows')} rows in {m.get('classes')} classes, smallest class "
-                f"{m.get('min_class_size')}, {m.get('suppressed')} records suppressed"
+                f"{m.get('min_class_size')}"
             )
+            if "suppressed" in m:
+                text += f", {m['suppressed']} records suppressed"
+            return text
         return "BLOCKED: " + "; ".join(self.reasons)
 
     def to_dict(self) -> dict:
