@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import math
+
 import numpy as np
-import pandas as pd
 
 from core.exceptions import HierarchyError
 from core.hierarchy import Hierarchy
@@ -33,12 +34,20 @@ class EncodedColumn:
         ``level_maps[l][code]`` is the level-``l`` code of a level-0 code.
     labels : list of ndarray of object
         ``labels[l][c]`` is the text of level-``l`` code ``c``.
+    domain_leaves : list of ndarray of int64
+        ``domain_leaves[l][c]``: how many values of the attribute's domain level-``l`` code
+        ``c`` stands for (the information-loss metrics' "leaves under a generalized value").
+    domain_size : int
+        Number of values in the domain: the hierarchy's own value list when it has one (ARX
+        files, taxonomies), otherwise the distinct values present in the data.
     """
 
     name: str
     codes: np.ndarray
     level_maps: list[np.ndarray]
     labels: list[np.ndarray]
+    domain_leaves: list[np.ndarray] = field(default_factory=list)
+    domain_size: int = 0
 
     @property
     def height(self) -> int:
@@ -49,21 +58,71 @@ class EncodedColumn:
         return len(self.labels[level])
 
 
-def _encode_qi(name: str, values: pd.Series, hierarchy: Hierarchy) -> EncodedColumn:
-    if values.isna().any():
-        first = int(np.flatnonzero(values.isna().to_numpy())[0])
+def _is_missing(value: object) -> bool:
+    return (
+        value is None
+        or type(value).__name__ in ("NAType", "NaTType")
+        or (isinstance(value, float) and math.isnan(value))
+    )
+
+
+def factorize(values: object) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and sorted distinct values of a column (a pandas Series or an array).
+
+    Missing cells get code ``-1``. Uniques are sorted so that codes do not depend on row order.
+    Works without importing pandas (the lean command-line path reads CSV into arrays).
+    """
+    if hasattr(values, "factorize"):  # a pandas Series: hash-based and fast
+        codes, uniques = values.factorize(sort=True)
+        return codes.astype(np.int32), np.asarray(uniques, dtype=object)
+    array = np.asarray(values)
+    if array.dtype.kind in "iub":
+        uniques, codes = np.unique(array, return_inverse=True)
+        return codes.astype(np.int32).reshape(-1), uniques.astype(object)
+    seen: dict[object, int] = {}
+    raw = np.fromiter((seen.setdefault(v, len(seen)) for v in array.tolist()), np.int64, len(array))
+    found = list(seen)
+    missing = [i for i, v in enumerate(found) if _is_missing(v)]
+    present = [i for i in range(len(found)) if i not in set(missing)]
+    try:
+        present.sort(key=lambda i: found[i])
+    except TypeError:
+        present.sort(key=lambda i: str(found[i]))
+    remap = np.full(len(found), -1, dtype=np.int32)
+    remap[present] = np.arange(len(present), dtype=np.int32)
+    return remap[raw], np.array([found[i] for i in present], dtype=object)
+
+
+def _factorize_labels(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of hierarchy labels in order of first appearance (labels are never missing)."""
+    seen: dict[object, int] = {}
+    codes = np.fromiter((seen.setdefault(v, len(seen)) for v in labels.tolist()), np.int32)
+    return codes, np.array(list(seen), dtype=object)
+
+
+def _encode_qi(name: str, values: object, hierarchy: Hierarchy) -> EncodedColumn:
+    codes, uniques = factorize(values)
+    if (codes < 0).any():
+        missing = np.flatnonzero(codes < 0)
         raise HierarchyError(
-            f"column {name!r}: {int(values.isna().sum())} missing value(s) in a quasi-identifier "
-            f"(first at row {first}); a hierarchy cannot generalize a missing cell"
+            f"column {name!r}: {len(missing)} missing value(s) in a quasi-identifier "
+            f"(first at row {int(missing[0])}); a hierarchy cannot generalize a missing cell"
         )
-    codes, uniques = pd.factorize(values, sort=True)
     table = hierarchy.generalize(list(uniques))
     level_maps, labels = [], []
     for level in range(table.shape[1]):
-        level_codes, level_labels = pd.factorize(pd.Series(table[:, level], dtype=object))
-        level_maps.append(level_codes.astype(np.int32))
-        labels.append(np.asarray(level_labels, dtype=object))
-    return EncodedColumn(name, codes.astype(np.int32), level_maps, labels)
+        level_codes, level_labels = _factorize_labels(table[:, level])
+        level_maps.append(level_codes)
+        labels.append(level_labels)
+    domain = getattr(hierarchy, "domain", None)
+    domain_table = hierarchy.generalize(domain) if domain else table
+    leaves = []
+    for level in range(table.shape[1]):
+        counts: dict[object, int] = {}
+        for label in domain_table[:, level].tolist():
+            counts[label] = counts.get(label, 0) + 1
+        leaves.append(np.array([counts.get(lab, 1) for lab in labels[level]], dtype=np.int64))
+    return EncodedColumn(name, codes, level_maps, labels, leaves, len(domain_table))
 
 
 @dataclass(frozen=True)
@@ -102,7 +161,7 @@ class EncodedTable:
 
 
 def encode_table(
-    df: pd.DataFrame,
+    df: Mapping[str, object],
     hierarchies: Mapping[str, Hierarchy],
     sensitive: Sequence[str] = (),
 ) -> EncodedTable:
@@ -110,7 +169,7 @@ def encode_table(
 
     Parameters
     ----------
-    df : DataFrame
+    df : DataFrame or mapping of str to array
     hierarchies : mapping of str to Hierarchy
         One hierarchy per quasi-identifier, in QI order.
     sensitive : sequence of str
@@ -124,10 +183,15 @@ def encode_table(
     columns = [_encode_qi(name, df[name], h) for name, h in hierarchies.items()]
     sensitive_codes, sensitive_values = {}, {}
     for name in sensitive:
-        codes, uniques = pd.factorize(df[name], sort=True, use_na_sentinel=False)
-        sensitive_codes[name] = codes.astype(np.int32)
-        sensitive_values[name] = np.asarray(uniques, dtype=object)
-    return EncodedTable(columns, sensitive_codes, sensitive_values, n_rows=len(df))
+        codes, uniques = factorize(df[name])
+        if (codes < 0).any():  # a missing sensitive value is a value of its own
+            codes = np.where(codes < 0, len(uniques), codes).astype(np.int32)
+            uniques = np.append(uniques, np.array([None], dtype=object))
+        sensitive_codes[name] = codes
+        sensitive_values[name] = uniques
+    lengths = [len(c.codes) for c in columns] + [len(c) for c in sensitive_codes.values()]
+    n_rows = lengths[0] if lengths else 0
+    return EncodedTable(columns, sensitive_codes, sensitive_values, n_rows=n_rows)
 
 
 @dataclass(frozen=True)
@@ -185,6 +249,9 @@ class FrequencySet:
     counts : ndarray of int64, shape (n_tuples,)
     row_to_tuple : ndarray, shape (n_rows,)
         The tuple each input row belongs to.
+    cache : dict
+        Derived structures that depend only on this table (projection bounds), kept so that
+        several searches over the same table prepare them once.
     """
 
     table: EncodedTable
@@ -192,6 +259,7 @@ class FrequencySet:
     sensitive: np.ndarray
     counts: np.ndarray
     row_to_tuple: np.ndarray
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def generalized_codes(self, levels: Sequence[int]) -> np.ndarray:
         """QI codes of every distinct tuple after generalizing to ``levels``."""

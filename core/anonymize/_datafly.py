@@ -47,6 +47,13 @@ def _failing_mask(freq: FrequencySet, levels: Sequence[int], models: Sequence[Pr
     return ~ok[class_ids], int(stats.sizes[~ok].sum()), len(stats.sizes)
 
 
+def failing_tuples(
+    freq: FrequencySet, levels: Sequence[int], models: Sequence[PrivacyModel]
+) -> np.ndarray:
+    """Which distinct tuples fall in a class that fails a model at ``levels``."""
+    return _failing_mask(freq, levels, models)[0]
+
+
 class Datafly:
     """Sweeney's Datafly: generalize the attribute with the most distinct values first.
 

@@ -21,12 +21,15 @@ class AnonymizationResult:
         Input rows removed from the release because their class failed a privacy model.
     steps : list of dict
         The search's history (for the report): what was generalized and why.
+    details : dict
+        Algorithm-specific facts for the report (optimum's loss, nodes evaluated, ...).
     """
 
     algorithm: str
     levels: dict[str, int]
     suppressed: np.ndarray
     steps: list[dict] = field(default_factory=list)
+    details: dict = field(default_factory=dict)
 
     @property
     def n_suppressed(self) -> int:

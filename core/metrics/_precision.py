@@ -1,10 +1,12 @@
-"""Utility metrics of a full-domain generalization with record suppression."""
+"""Sweeney's precision."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["precision"]
+import numpy as np
+
+from core.metrics._base import DecomposableMetric
 
 
 def precision(
@@ -37,3 +39,19 @@ def precision(
     per_record = sum(levels[q] / heights[q] for q in levels if heights[q] > 0)
     loss = kept * per_record + n_suppressed * n_qi
     return 1.0 - loss / (n_rows * n_qi)
+
+
+class PrecisionLoss(DecomposableMetric):
+    """``1 - Prec`` as a search objective (see :func:`precision`)."""
+
+    name = "precision"
+
+    def _costs(self):
+        totals, extras = [], []
+        for col in self.columns_:
+            h = max(col.height, 1)
+            per_level = np.arange(col.height + 1) / h
+            totals.append(per_level * self.n_rows_)
+            extras.append([np.full(col.distinct_at(lvl), 1.0 - lvl / h)
+                           for lvl in range(col.height + 1)])
+        return totals, extras, float(self.n_rows_ * len(self.columns_))

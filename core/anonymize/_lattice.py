@@ -1,0 +1,323 @@
+"""The solution space of full-domain generalization and the checker that evaluates its nodes.
+
+A *node* (a transformation) is one generalization level per quasi-identifier; the lattice is
+every combination, ordered componentwise. Evaluating a node means grouping the table into its
+equivalence classes and checking the privacy models on them. The checker never touches rows:
+it starts from the frequency set (distinct tuples with counts) and, when it can, *rolls up* the
+class table of an already-evaluated finer node, which has fewer rows than the frequency set.
+
+The class table of a node is what every later question needs: class sizes for k, per-class
+sensitive histograms for l-diversity and t-closeness, and the class codes from which the
+information-loss metrics of the suppressed classes are computed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.encoding import ClassStats, FrequencySet
+from core.privacy import PrivacyModel
+
+__all__ = ["ClassTable", "Lattice", "NodeChecker", "NodeOutcome"]
+
+
+def _group(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A representative row of each distinct key and each row's group id.
+
+    ``np.unique(return_index=True, return_inverse=True)`` needs a stable sort; any member of a
+    group is a valid representative here, so an unstable sort does, about three times faster.
+    """
+    order = np.argsort(key)
+    ordered = key[order]
+    starts = np.empty(len(key), dtype=bool)
+    if len(key):
+        starts[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    group_of_sorted = np.cumsum(starts) - 1
+    inverse = np.empty(len(key), dtype=np.int64)
+    inverse[order] = group_of_sorted
+    return order[starts], inverse
+
+
+def _group_dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys (sorted) and each row's group id, by counting over the key space."""
+    present = np.bincount(key, minlength=space) > 0
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present), rank[key]
+
+
+def _decode(keys: np.ndarray, radices: Sequence[int]) -> tuple[np.ndarray, ...]:
+    """Per-column codes of mixed-radix keys (the inverse of the key construction)."""
+    out = []
+    rest = keys.astype(np.int64)
+    for radix in reversed(radices[1:]):
+        rest, digit = np.divmod(rest, radix)
+        out.append(digit.astype(np.int32))
+    out.append(rest.astype(np.int32))
+    return tuple(reversed(out))
+
+
+class Lattice:
+    """All generalization nodes of a set of hierarchies, with their order.
+
+    Parameters
+    ----------
+    heights : sequence of int
+        Height of each quasi-identifier's hierarchy.
+    """
+
+    def __init__(self, heights: Sequence[int]) -> None:
+        self.heights = np.asarray(heights, dtype=np.int64)
+        shape = tuple(int(h) + 1 for h in self.heights)
+        self.nodes = np.indices(shape, dtype=np.int64).reshape(len(shape), -1).T.copy()
+        self._strides = np.ones(len(self.heights), dtype=np.int64)
+        for j in range(len(self.heights) - 2, -1, -1):
+            self._strides[j] = self._strides[j + 1] * (self.heights[j + 1] + 1)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def index(self, node: Sequence[int]) -> int:
+        """Position of ``node`` in :attr:`nodes` (mixed-radix number of its levels)."""
+        return int(np.dot(np.asarray(node, dtype=np.int64), self._strides))
+
+    @property
+    def top(self) -> tuple[int, ...]:
+        return tuple(int(h) for h in self.heights)
+
+    @property
+    def bottom(self) -> tuple[int, ...]:
+        return (0,) * len(self.heights)
+
+
+@dataclass(frozen=True)
+class ClassTable:
+    """The equivalence classes of one node.
+
+    Attributes
+    ----------
+    node : tuple of int
+    codes : tuple of ndarray of int32, one per quasi-identifier, each shape (n_classes,)
+        Each class's generalized code per quasi-identifier (at the node's levels).
+    sizes : ndarray of int64, shape (n_classes,)
+    histograms : tuple of ndarray, each shape (n_classes, n_values)
+        Per sensitive column (in the checker's order), each class's value counts.
+    """
+
+    node: tuple[int, ...]
+    codes: np.ndarray
+    sizes: np.ndarray
+    histograms: tuple[np.ndarray, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+
+@dataclass(frozen=True)
+class NodeOutcome:
+    """Whether a node satisfies the models, and with which classes suppressed."""
+
+    node: tuple[int, ...]
+    satisfied: bool
+    outliers: int
+    table: ClassTable
+    failing: np.ndarray  # bool per class: records of these classes are suppressed
+
+
+class NodeChecker:
+    """Evaluates lattice nodes against privacy models with a suppression limit.
+
+    A node satisfies the models when the records of the classes that fail any model number at
+    most ``floor(suppression_limit * n_rows)``; those records are then suppressed. Every model
+    here is monotone under generalization (merging two satisfying classes gives a satisfying
+    class), so satisfaction is monotone over the lattice, which the searches rely on.
+
+    Parameters
+    ----------
+    freq : FrequencySet
+    models : sequence of PrivacyModel
+    suppression_limit : float
+    cache_size : int, default=48
+        How many evaluated class tables are kept as roll-up sources.
+    """
+
+    def __init__(
+        self,
+        freq: FrequencySet,
+        models: Sequence[PrivacyModel],
+        suppression_limit: float,
+        cache_size: int = 48,
+    ) -> None:
+        table = freq.table
+        self.freq = freq
+        self.models = list(models)
+        self.n_rows = table.n_rows
+        self.allowance = math.floor(suppression_limit * self.n_rows + 1e-9)
+        self.min_class_size = max((m.min_class_size for m in self.models), default=1)
+        self.evaluations = 0
+        self._cache_size = max(2, cache_size)
+        if "solution_space" not in freq.cache:  # independent of the models: build once
+            freq.cache["solution_space"] = (
+                Lattice(table.heights),
+                [
+                    np.array([c.distinct_at(lvl) for lvl in range(c.height + 1)], np.int64)
+                    for c in table.columns
+                ],
+                [self._up_maps(c.level_maps) for c in table.columns],
+                self._bottom_table(),
+            )
+        self.lattice, self._nv, self._up, bottom = freq.cache["solution_space"]
+        self._sensitive = list(table.sensitive_codes)
+        self._overall = {
+            name: hist.sum(axis=0) / max(hist.sum(), 1)
+            for name, hist in zip(self._sensitive, bottom.histograms, strict=True)
+        }
+        self._values = dict(table.sensitive_values)
+        self._cache: OrderedDict[tuple[int, ...], ClassTable] = OrderedDict()
+        self._cache_index: tuple | None = None
+        self._last: tuple[int, ...] | None = None
+        self._bottom = bottom
+        self._outcomes: dict[tuple[int, ...], NodeOutcome] = {}
+
+    # --- set-up -------------------------------------------------------------------------
+
+    @staticmethod
+    def _up_maps(level_maps: list[np.ndarray]) -> list[list[np.ndarray | None]]:
+        """``up[a][b][code at level a] = code at level b`` for every a <= b."""
+        h = len(level_maps)
+        up: list[list[np.ndarray | None]] = [[None] * h for _ in range(h)]
+        for a in range(h):
+            n_a = int(level_maps[a].max()) + 1 if len(level_maps[a]) else 0
+            for b in range(a, h):
+                arr = np.zeros(n_a, dtype=np.int32)
+                arr[level_maps[a]] = level_maps[b]
+                up[a][b] = arr
+        return up
+
+    def _bottom_table(self) -> ClassTable:
+        f = self.freq
+        hists = []
+        for i, name in enumerate(f.table.sensitive_codes):
+            m = len(f.table.sensitive_values[name])
+            hist = np.zeros((len(f.counts), m), dtype=np.int64)
+            hist[np.arange(len(f.counts)), f.sensitive[:, i]] = f.counts
+            hists.append(hist)
+        node = (0,) * f.qi_codes.shape[1]
+        codes = tuple(np.ascontiguousarray(f.qi_codes[:, j], dtype=np.int32) for j in range(len(node)))
+        return ClassTable(node, codes, f.counts.astype(np.int64), tuple(hists))
+
+    # --- class tables -------------------------------------------------------------------
+
+    def _source_for(self, node: tuple[int, ...]) -> ClassTable:
+        """The smallest cached class table of a node at or below ``node``."""
+        if not self._cache:
+            return self._bottom
+        if self._cache_index is None:
+            tables = list(self._cache.values())
+            self._cache_index = (
+                np.array([t.node for t in tables], dtype=np.int64),
+                np.array([len(t) for t in tables], dtype=np.int64),
+                tables,
+            )
+        nodes, sizes, tables = self._cache_index
+        below = np.all(nodes <= np.asarray(node), axis=1)
+        if not below.any():
+            return self._bottom
+        candidates = np.flatnonzero(below)
+        best = candidates[np.argmin(sizes[candidates])]
+        return tables[best] if sizes[best] < len(self._bottom) else self._bottom
+
+    def class_table(self, node: Sequence[int]) -> ClassTable:
+        """Equivalence classes of ``node``, rolled up from the smallest finer cached table."""
+        node = tuple(int(v) for v in node)
+        if node in self._cache:
+            self._cache.move_to_end(node)
+            return self._cache[node]
+        src = self._source_for(node)
+        if src is self._bottom and self._last is not None and len(src) > 4096:
+            # A node rolled up from the frequency set is the slowest case. Materialize the
+            # meet of this node and the previous one first: nodes the search visits next are
+            # usually above it, and its table is much smaller than the frequency set.
+            hub = tuple(min(a, b) for a, b in zip(node, self._last, strict=True))
+            if hub != node and any(hub):
+                self._last = None
+                src = self.class_table(hub)
+        self._last = node
+        codes = [
+            col if a == b else self._up[j][a][b][col]
+            for j, (col, a, b) in enumerate(zip(src.codes, src.node, node, strict=True))
+        ]
+        radices = [int(self._nv[j][lvl]) for j, lvl in enumerate(node)]
+        space = math.prod(radices)
+        if space < 2**62:
+            key = codes[0].astype(np.int32 if space < 2**31 else np.int64)
+            for col, radix in zip(codes[1:], radices[1:], strict=True):
+                key *= radix
+                key += col
+            if space <= max(8 * len(key), 1 << 16):
+                # Small key space: count directly instead of sorting, and decode each class's
+                # codes from its key.
+                present_keys, inverse = _group_dense(key, space)
+                class_codes = _decode(present_keys, radices)
+            else:
+                first, inverse = _group(key)
+                class_codes = tuple(col[first] for col in codes)
+        else:  # the mixed-radix key would overflow: group the code rows directly
+            _, first, inverse = np.unique(
+                np.column_stack(codes), axis=0, return_index=True, return_inverse=True
+            )
+            inverse = inverse.reshape(-1)
+            class_codes = tuple(col[first] for col in codes)
+        n_classes = len(class_codes[0]) if class_codes else 1
+        sizes = np.bincount(inverse, weights=src.sizes, minlength=n_classes).astype(np.int64)
+        hists = tuple(
+            np.column_stack([
+                np.bincount(inverse, weights=h[:, v], minlength=n_classes)
+                for v in range(h.shape[1])
+            ]).astype(np.int64)
+            for h in src.histograms
+        )
+        table = ClassTable(node, class_codes, sizes, hists)
+        self._cache[node] = table
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        self._cache_index = None
+        return table
+
+    # --- evaluation ---------------------------------------------------------------------
+
+    def stats(self, table: ClassTable) -> ClassStats:
+        """The table in the form the privacy models check."""
+        return ClassStats(
+            table.sizes,
+            dict(zip(self._sensitive, table.histograms, strict=True)),
+            self._overall,
+            self._values,
+        )
+
+    def evaluate(self, node: Sequence[int]) -> NodeOutcome:
+        """Check ``node``: which classes fail, and whether their records fit the limit."""
+        node = tuple(int(v) for v in node)
+        if node in self._outcomes:
+            return self._outcomes[node]
+        self.evaluations += 1
+        table = self.class_table(node)
+        ok = np.ones(len(table), dtype=bool)
+        if self.models:
+            stats = self.stats(table)
+            for model in self.models:
+                ok &= model.satisfied_by(stats)
+        failing = ~ok
+        outliers = int(table.sizes[failing].sum())
+        outcome = NodeOutcome(node, outliers <= self.allowance, outliers, table, failing)
+        self._outcomes[node] = outcome
+        return outcome
+
+    def known(self, node: Sequence[int]) -> NodeOutcome | None:
+        """The outcome of an already-evaluated node, if any."""
+        return self._outcomes.get(tuple(int(v) for v in node))

@@ -1,0 +1,221 @@
+"""Optimal full-domain generalization: the lattice node of least information loss.
+
+The search returns the node (one level per quasi-identifier) that satisfies the privacy models
+within the suppression limit and minimizes a loss metric, suppressed records counted as fully
+generalized; ties go to the node with the lower level sum, then the lexicographically smaller
+levels. It is exact: it never skips a node that could be better. It is fast because it
+evaluates few nodes:
+
+1. **Bounds before data.** Every metric gives a lower bound per node that needs no class
+   table (for the decomposable metrics: the loss with nothing suppressed). Nodes are visited
+   by increasing bound, and the search stops once the bound reaches the best loss found.
+2. **Projection bounds on suppression.** A record whose class in a *projection* of the table
+   (three quasi-identifiers at the node's levels) is smaller than the models' minimum class
+   size is also in a too-small class of the full node, so it must be suppressed. When those
+   records already exceed the limit the node fails without being evaluated (see
+   :class:`ProjectionBounds`; prepared once per table, then a binary search per k).
+3. **Monotonicity.** Satisfaction is monotone (a generalization of a satisfying node
+   satisfies, a specialization of a failing one fails). Each unresolved node is lifted along a
+   chain of cheap generalizations (bound still below the best loss) and the chain is
+   binary-searched for its highest failing node, whose whole down-set is then pruned.
+4. **Roll-up.** Each evaluated node is grouped from the class table of the smallest cached
+   finer node, not from the frequency set (see :class:`NodeChecker`).
+
+Compared with ARX's Flash (Kohlmayer et al., "Flash: efficient, stable and optimal
+k-anonymity", PASSAT 2012), the traversal is bound-ordered rather than path-ordered, which
+lets the loss bound and the projection bounds cut most of the lattice before any evaluation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from core.anonymize._bounds import ProjectionBounds
+from core.anonymize._datafly import failing_tuples
+from core.anonymize._lattice import NodeChecker
+from core.anonymize._result import AnonymizationResult
+from core.encoding import FrequencySet
+from core.exceptions import AnonymizationError
+from core.metrics import LossMetric, make_metric
+from core.privacy import PrivacyModel
+
+__all__ = ["OptimalLattice"]
+
+
+class OptimalLattice:
+    """Optimal full-domain generalization with record suppression.
+
+    Parameters
+    ----------
+    models : sequence of PrivacyModel
+        Every kept class must satisfy all of them (all are monotone).
+    suppression_limit : float
+        Largest fraction of records that may be suppressed.
+    metric : str or LossMetric, default="loss"
+        The objective: ``loss`` (Iyengar / ARX), ``precision``, ``discernibility``,
+        ``average_class_size`` or ``entropy``.
+    bounds_arity : int, default=3
+        Attributes per projection in the suppression bounds (see :class:`ProjectionBounds`);
+        computed once per frequency set and reused by later searches on it.
+
+    Attributes
+    ----------
+    loss_ : float
+        The optimum's metric value.
+    evaluations_ : int
+        Nodes whose equivalence classes were computed.
+    """
+
+    name = "optimal"
+
+    def __init__(
+        self,
+        models: Sequence[PrivacyModel],
+        suppression_limit: float = 0.0,
+        metric: str | LossMetric = "loss",
+        bounds_arity: int = 3,
+    ) -> None:
+        if not 0.0 <= suppression_limit <= 1.0:
+            raise ValueError(
+                f"The 'suppression_limit' parameter must be in [0, 1]. Got {suppression_limit}."
+            )
+        self.models = list(models)
+        self.suppression_limit = suppression_limit
+        self.metric = metric
+        self.bounds_arity = bounds_arity
+
+    def _bounds(self, freq: FrequencySet) -> ProjectionBounds:
+        """Projection bounds of ``freq``, computed once per frequency set and reused."""
+        key = ("projection_bounds", self.bounds_arity)
+        if key not in freq.cache:
+            freq.cache[key] = ProjectionBounds(freq, self.bounds_arity)
+        return freq.cache[key]
+
+    def _prepared_metric(self, freq: FrequencySet, min_class_size: int) -> LossMetric:
+        metric = make_metric(self.metric) if isinstance(self.metric, str) else self.metric
+        weights = freq.counts.astype(np.float64)
+        frequencies = [
+            np.bincount(freq.qi_codes[:, j], weights=weights, minlength=col.distinct_at(0))
+            for j, col in enumerate(freq.table.columns)
+        ]
+        return metric.prepare(freq.table.columns, frequencies, freq.table.n_rows, min_class_size)
+
+    def anonymize(self, freq: FrequencySet) -> AnonymizationResult:
+        """Find the optimal node and the records it suppresses.
+
+        Raises
+        ------
+        AnonymizationError
+            If no node satisfies the models within the suppression limit.
+        """
+        started = time.perf_counter()
+        if any(not m.monotonic for m in self.models):
+            raise AnonymizationError(
+                "the optimal search needs monotone privacy models; got "
+                + ", ".join(str(m) for m in self.models if not m.monotonic)
+            )
+        checker = NodeChecker(freq, self.models, self.suppression_limit)
+        lattice = checker.lattice
+        nodes = lattice.nodes
+        metric = self._prepared_metric(freq, checker.min_class_size)
+        bound = metric.lower_bound(nodes)
+        suppressed_bound = self._bounds(freq).suppressed_at_least(nodes, checker.min_class_size)
+        candidates = np.flatnonzero(suppressed_bound <= checker.allowance)
+        level_sum = nodes.sum(axis=1)
+        order = candidates[np.lexsort((candidates, level_sum[candidates], bound[candidates]))]
+        heights = lattice.heights
+
+        best_loss, best_node = np.inf, None
+        best_key: tuple = ()
+        failing = np.empty((0, nodes.shape[1]), dtype=np.int64)
+        satisfied_nodes = 0
+
+        def evaluate(index: int) -> bool:
+            nonlocal best_loss, best_node, best_key, satisfied_nodes
+            node = nodes[index]
+            outcome = checker.evaluate(node)
+            if outcome.satisfied:
+                satisfied_nodes += 1
+                table = outcome.table
+                loss = metric.value(node, table.codes, table.sizes, outcome.failing)
+                key = (loss, int(level_sum[index]), tuple(node))
+                if best_node is None or key < best_key:
+                    best_loss, best_node, best_key = loss, index, key
+            return outcome.satisfied
+
+        def beaten(index: int) -> bool:
+            """The node cannot improve on the incumbent (bound, then tie-break order)."""
+            if best_node is None:
+                return False
+            b = bound[index]
+            if b > best_loss:
+                return True
+            return b == best_loss and (b, int(level_sum[index]), tuple(nodes[index])) >= best_key
+
+        for index in order:
+            if beaten(index):
+                break
+            node = nodes[index]
+            if checker.known(node) is not None:
+                continue
+            if len(failing) and np.any(np.all(node <= failing, axis=1)):
+                continue
+            # Lift the node along a chain of generalizations that could still beat the
+            # incumbent, then find the chain's highest failing node by binary search.
+            chain = [int(index)]
+            current = node.copy()
+            while True:
+                step = None
+                for j in range(len(current)):
+                    if current[j] >= heights[j]:
+                        continue
+                    current[j] += 1
+                    up = lattice.index(current)
+                    current[j] -= 1
+                    if suppressed_bound[up] > checker.allowance or beaten(up):
+                        continue
+                    if step is None or bound[up] < bound[step[1]]:
+                        step = (j, up)
+                if step is None:
+                    break
+                current[step[0]] += 1
+                chain.append(step[1])
+            low, high = -1, len(chain)  # chain[low] fails, chain[high] satisfies
+            probe = len(chain) - 1
+            while high - low > 1:
+                if evaluate(chain[probe]):
+                    high = probe
+                else:
+                    low = probe
+                probe = (low + high) // 2
+            if low >= 0:
+                top_failing = nodes[chain[low]]
+                keep = ~np.all(failing <= top_failing, axis=1) if len(failing) else slice(None)
+                failing = np.vstack([failing[keep], top_failing[None, :]])
+
+        if best_node is None:
+            raise AnonymizationError(
+                f"{', '.join(str(m) for m in self.models)} cannot be reached by any "
+                f"generalization within the suppression limit ({checker.allowance} of "
+                f"{checker.n_rows} records)"
+            )
+        levels = [int(v) for v in nodes[best_node]]
+        suppressed_tuples = failing_tuples(freq, levels, self.models)
+        names = freq.table.names
+        return AnonymizationResult(
+            algorithm=self.name,
+            levels=dict(zip(names, levels, strict=True)),
+            suppressed=suppressed_tuples[freq.row_to_tuple],
+            details={
+                "metric": metric.name,
+                "loss": float(best_loss),
+                "nodes": len(nodes),
+                "candidates_after_bounds": int(len(candidates)),
+                "evaluated": checker.evaluations,
+                "satisfying_evaluated": satisfied_nodes,
+                "seconds": round(time.perf_counter() - started, 6),
+            },
+        )

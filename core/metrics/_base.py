@@ -1,0 +1,118 @@
+"""What a search objective provides: a cheap lower bound per node and its exact value."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from core.encoding import EncodedColumn
+
+
+class LossMetric(ABC):
+    """An information-loss metric of full-domain generalization with record suppression.
+
+    Lower is better. A metric is *prepared* once for a table (its per-attribute, per-level
+    costs), then gives a vectorized lower bound for every lattice node, valid whatever records
+    end up suppressed, and the exact value of an evaluated node from its class table. The
+    optimal search visits nodes by increasing lower bound and stops once the bound exceeds the
+    best exact value found: the bound is what makes the search fast, and it is never allowed to
+    overestimate.
+    """
+
+    name: str = ""
+
+    def prepare(self, columns: Sequence[EncodedColumn], frequencies: Sequence[np.ndarray],
+                n_rows: int, min_class_size: int = 1) -> LossMetric:
+        """Precompute the costs for a table.
+
+        Parameters
+        ----------
+        columns : sequence of EncodedColumn
+            The encoded quasi-identifiers.
+        frequencies : sequence of ndarray
+            Per quasi-identifier, the number of records holding each level-0 code.
+        n_rows : int
+        min_class_size : int
+            Smallest size a kept class can have under the privacy models (for bounds).
+        """
+        self.columns_ = list(columns)
+        self.frequencies_ = [np.asarray(f, dtype=float) for f in frequencies]
+        self.n_rows_ = int(n_rows)
+        self.min_class_size_ = int(min_class_size)
+        self._prepare()
+        return self
+
+    def _prepare(self) -> None:  # noqa: B027 - optional hook
+        """Subclass hook run by :meth:`prepare`."""
+
+    @abstractmethod
+    def lower_bound(self, nodes: np.ndarray) -> np.ndarray:
+        """A value no larger than the metric of each node, shape (n_nodes,)."""
+
+    @abstractmethod
+    def value(self, node: Sequence[int], codes: Sequence[np.ndarray], sizes: np.ndarray,
+              suppressed: np.ndarray) -> float:
+        """The metric of ``node`` given its classes and which of them are suppressed.
+
+        Parameters
+        ----------
+        node : sequence of int
+        codes : sequence of ndarray
+            Per quasi-identifier, each class's code at the node's level.
+        sizes : ndarray of int
+            Records per class.
+        suppressed : ndarray of bool
+            Classes whose records are suppressed.
+        """
+
+
+class DecomposableMetric(LossMetric):
+    """A metric that sums a per-cell cost over records and quasi-identifiers.
+
+    Its value for a node is ``(sum_j A_j[l_j] + sum_{suppressed classes c} size_c * sum_j
+    D_j[l_j][code_cj]) / norm``: ``A_j[l]`` is the total cost of attribute ``j`` over all
+    records at level ``l`` (it needs only the attribute's own frequencies), and ``D_j[l][c]``
+    is the extra cost of suppressing a record whose level-``l`` code is ``c``. Because
+    ``D >= 0``, ``sum_j A_j[l_j] / norm`` is a lower bound, and it grows with every level.
+    """
+
+    #: per attribute, per level: total cost A_j[l] (set by ``_costs``)
+    totals_: list[np.ndarray]
+    #: per attribute, per level: extra cost per suppressed record by code, D_j[l][code]
+    extras_: list[list[np.ndarray]]
+    norm_: float
+
+    @abstractmethod
+    def _costs(self) -> tuple[list[np.ndarray], list[list[np.ndarray]], float]:
+        """``(A, D, norm)`` for the prepared table."""
+
+    def _prepare(self) -> None:
+        self.totals_, self.extras_, self.norm_ = self._costs()
+
+    def lower_bound(self, nodes: np.ndarray) -> np.ndarray:
+        nodes = np.atleast_2d(nodes)
+        total = np.zeros(len(nodes))
+        for j, per_level in enumerate(self.totals_):
+            total += per_level[nodes[:, j]]
+        return total / self.norm_
+
+    def value(self, node, codes, sizes, suppressed) -> float:
+        total = sum(float(self.totals_[j][lvl]) for j, lvl in enumerate(node))
+        if suppressed.any():
+            weights = sizes[suppressed].astype(float)
+            for j, lvl in enumerate(node):
+                total += float(weights @ self.extras_[j][lvl][codes[j][suppressed]])
+        return total / self.norm_
+
+    def cell_totals(self, node: Sequence[int]) -> list[float]:
+        """Per attribute, its normalized share of the metric without suppression."""
+        q = len(self.totals_)
+        return [float(self.totals_[j][lvl]) * q / self.norm_ for j, lvl in enumerate(node)]
+
+
+def ancestor_frequencies(column: EncodedColumn, frequency: np.ndarray, level: int) -> np.ndarray:
+    """Records per level-``level`` code (the frequency of each generalized value)."""
+    return np.bincount(column.level_maps[level], weights=frequency,
+                       minlength=column.distinct_at(level))
