@@ -47,6 +47,7 @@ from core.exceptions import PolicyError
 __all__ = [
     "ARXHierarchySpec",
     "Algorithm",
+    "AlgorithmSpec",
     "ColumnSpec",
     "ColumnType",
     "HierarchySpec",
@@ -57,6 +58,7 @@ __all__ = [
     "OutputSpec",
     "PrivacySpec",
     "ReleasePolicy",
+    "RiskSpec",
     "Role",
     "TClosenessSpec",
     "TaxonomyHierarchySpec",
@@ -257,6 +259,27 @@ class TClosenessSpec(_Strict):
     distance: Literal["equal", "ordered"] = "equal"
 
 
+class RiskSpec(_Strict):
+    """Limits on prosecutor re-identification risk (a record's risk is 1 / its class size).
+
+    ``highest``: no record above it; ``average``: mean over records; ``share_above``: at most
+    this fraction of records may have a risk above ``threshold``.
+    """
+
+    highest: float | None = Field(default=None, gt=0, le=1)
+    average: float | None = Field(default=None, gt=0, le=1)
+    threshold: float | None = Field(default=None, gt=0, le=1)
+    share_above: float | None = Field(default=None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _threshold_pairs(self) -> RiskSpec:
+        if (self.threshold is None) != (self.share_above is None):
+            raise ValueError("'threshold' and 'share_above' go together")
+        if self.highest is None and self.average is None and self.share_above is None:
+            raise ValueError("set at least one of 'highest', 'average', 'share_above'")
+        return self
+
+
 class PrivacySpec(_Strict):
     """The privacy model the release must satisfy, as written: verified, never assumed."""
 
@@ -264,17 +287,40 @@ class PrivacySpec(_Strict):
     suppression_limit: float = Field(default=0.0, ge=0.0, le=1.0)
     l_diversity: list[LDiversitySpec] = Field(default_factory=list)
     t_closeness: list[TClosenessSpec] = Field(default_factory=list)
+    risk: RiskSpec | None = None
 
 
 class Algorithm(StrEnum):
     """Anonymization algorithms selectable in a policy."""
 
+    OPTIMAL = "optimal"  #: optimal full-domain generalization (least loss), global recoding
+    MONDRIAN = "mondrian"  #: multidimensional local recoding, no suppression
     DATAFLY = "datafly"
     MULTI_ATTRIBUTE_DATAFLY = "multi_attribute_datafly"
 
 
+MetricName = Literal["loss", "precision", "discernibility", "average_class_size", "entropy"]
+
+
 class AlgorithmSpec(_Strict):
-    name: Algorithm = Algorithm.MULTI_ATTRIBUTE_DATAFLY
+    """Which algorithm anonymizes, and its options.
+
+    ``metric`` (optimal only) is the objective: loss, precision, discernibility,
+    average_class_size or entropy. ``strict`` (mondrian only) chooses strict or relaxed
+    median partitioning.
+    """
+
+    name: Algorithm = Algorithm.OPTIMAL
+    metric: MetricName | None = None
+    strict: bool | None = None
+
+    @model_validator(mode="after")
+    def _options_fit(self) -> AlgorithmSpec:
+        if self.metric is not None and self.name is not Algorithm.OPTIMAL:
+            raise ValueError(f"'metric' applies to the optimal algorithm only, not {self.name}")
+        if self.strict is not None and self.name is not Algorithm.MONDRIAN:
+            raise ValueError(f"'strict' applies to mondrian only, not {self.name}")
+        return self
 
 
 class OutputSpec(_Strict):

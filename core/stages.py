@@ -13,16 +13,23 @@ from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from core.anonymize import AnonymizationResult, apply_generalization, make_algorithm
+from core.anonymize import (
+    AnonymizationResult,
+    Mondrian,
+    apply_generalization,
+    make_algorithm,
+)
+from core.anonymize._generalize import shuffle_rows
 from core.encoding import encode_table
 from core.exceptions import AnonymizationError
 from core.gate import GateDecision, verify_release
 from core.hierarchy import Hierarchy, build_hierarchy
 from core.ingest import read_table
-from core.metrics import precision
-from core.policy import ReleasePolicy
+from core.metrics import precision, table_loss
+from core.policy import Algorithm, ColumnType, ReleasePolicy
 from core.privacy import models_from_policy
 from core.publish import StagedRelease, make_release_id, sha256_file, stage_release
 
@@ -110,26 +117,50 @@ def anonymize(
     _check_feasible(policy, len(frame))
     started = time.perf_counter()
     models = models_from_policy(policy.privacy)
-    sensitive = sorted({m.column for m in models if hasattr(m, "column")})
-    encoded = encode_table(frame, hierarchies, sensitive)
-    freq = encoded.frequency_set()
-    algorithm = make_algorithm(policy.algorithm.name, models, policy.privacy.suppression_limit)
-    result = algorithm.anonymize(freq)
-    release = apply_generalization(
-        frame, encoded, result, policy.released_columns, shuffle_seed=shuffle_seed
+    qis = policy.quasi_identifiers
+    numeric = {q for q in qis if policy.columns[q].type in (ColumnType.INTEGER, ColumnType.FLOAT)}
+    metrics: dict = {"algorithm": policy.algorithm.name.value, "input_rows": len(frame)}
+    transformation: dict[str, str] = {}
+    if policy.algorithm.name is Algorithm.MONDRIAN:
+        strict = policy.algorithm.strict if policy.algorithm.strict is not None else True
+        local = Mondrian(models, strict=strict).anonymize_table(frame, hierarchies, numeric)
+        release = local.release[policy.released_columns]
+        result = AnonymizationResult(
+            "mondrian",
+            {},
+            np.zeros(len(frame), dtype=bool),
+            details={"partitions": local.partitions, "strict": strict},
+        )
+    else:
+        sensitive = sorted({m.column for m in models if hasattr(m, "column")})
+        encoded = encode_table(frame, hierarchies, sensitive)
+        freq = encoded.frequency_set()
+        algorithm = make_algorithm(
+            policy.algorithm.name,
+            models,
+            policy.privacy.suppression_limit,
+            metric=policy.algorithm.metric,
+        )
+        result = algorithm.anonymize(freq)
+        release = apply_generalization(frame, encoded, result, policy.released_columns)
+        heights = dict(zip(encoded.names, encoded.heights, strict=True))
+        metrics["distinct_qi_tuples"] = int(len(freq.counts))
+        metrics["precision"] = precision(result.levels, heights, len(frame), result.n_suppressed)
+        transformation = {
+            name: f"level {lvl}/{heights[name]}" for name, lvl in result.levels.items()
+        }
+    loss = table_loss(frame[qis], release[qis], hierarchies, numeric)
+    metrics.update(
+        release_rows=len(release),
+        suppressed=result.n_suppressed,
+        loss=loss["total"],
+        granularity=loss["granularity"],
+        loss_per_attribute=loss["per_attribute"],
+        **{f"search_{k}": v for k, v in result.details.items()},
+        seconds=round(time.perf_counter() - started, 4),
     )
-    heights = dict(zip(encoded.names, encoded.heights, strict=True))
-    metrics = {
-        "algorithm": result.algorithm,
-        "input_rows": len(frame),
-        "release_rows": len(release),
-        "suppressed": result.n_suppressed,
-        "distinct_qi_tuples": int(len(freq.counts)),
-        "precision": precision(result.levels, heights, len(frame), result.n_suppressed),
-        "generalization_steps": len(result.steps),
-        "seconds": round(time.perf_counter() - started, 4),
-    }
-    transformation = {name: f"level {lvl}/{heights[name]}" for name, lvl in result.levels.items()}
+    if shuffle_seed is not None:
+        release = shuffle_rows(release, shuffle_seed)
     return AnonymizedTable(release, result, metrics, transformation)
 
 

@@ -21,12 +21,13 @@ def anonymize_task(
     """Generalize and suppress until the policy's privacy models hold."""
     table = stages.anonymize(frame, policy, hierarchies, shuffle_seed=shuffle_seed)
     m = table.metrics
+    chosen = table.result.levels or f"{m.get('search_partitions')} partitions"
     get_run_logger().info(
-        "anonymize: %s chose %s; %d records suppressed, precision %.3f, %.2fs",
+        "anonymize: %s chose %s; %d records suppressed, granularity %.3f, %.2fs",
         m["algorithm"],
-        table.result.levels,
+        chosen,
         m["suppressed"],
-        m["precision"],
+        m["granularity"],
         m["seconds"],
     )
     return table

@@ -47,6 +47,24 @@ def _failing_mask(freq: FrequencySet, levels: Sequence[int], models: Sequence[Pr
     return ~ok[class_ids], int(stats.sizes[~ok].sum()), len(stats.sizes)
 
 
+def _table_level_ok(
+    freq: FrequencySet, levels: Sequence[int], failing: np.ndarray, models: Sequence[PrivacyModel]
+) -> bool:
+    """Whole-table conditions (average risk, ...) on the records that would be kept."""
+    if all(type(m).table_satisfied is PrivacyModel.table_satisfied for m in models):
+        return True
+    kept = ~failing
+    sub = FrequencySet(
+        freq.table,
+        freq.qi_codes[kept],
+        freq.sensitive[kept],
+        freq.counts[kept],
+        np.zeros(0, dtype=np.int64),
+    )
+    stats, _ = sub.class_stats(levels)
+    return all(m.table_satisfied(stats) for m in models)
+
+
 def failing_tuples(
     freq: FrequencySet, levels: Sequence[int], models: Sequence[PrivacyModel]
 ) -> np.ndarray:
@@ -98,7 +116,7 @@ class Datafly:
         steps: list[dict] = []
         while True:
             failing, outliers, n_classes = _failing_mask(freq, levels, self.models)
-            if outliers <= allowance:
+            if outliers <= allowance and _table_level_ok(freq, levels, failing, self.models):
                 break
             candidates = [j for j, h in enumerate(heights) if levels[j] < h]
             if not candidates:

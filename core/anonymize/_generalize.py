@@ -30,7 +30,8 @@ def apply_generalization(
         Columns to keep, in order; direct identifiers are never among them.
     shuffle_seed : int, optional
         Permute the released rows so that their order does not reveal the input's order
-        (which may be sorted by a name or an id). ``None`` keeps the input order.
+        (which may be sorted by a name or an id). ``None`` keeps the input order and the
+        input's index, so released rows can be matched with their originals.
     """
     keep = ~result.suppressed
     out = {}
@@ -43,11 +44,16 @@ def apply_generalization(
             out[name] = pd.array(labels, dtype="string")
         else:
             out[name] = df[name].to_numpy()[keep]
-    release = pd.DataFrame(out)
+    release = pd.DataFrame(out, index=df.index[keep])
     for name in released_columns:
         if name not in by_name:
             release[name] = release[name].astype(df[name].dtype)
     if shuffle_seed is not None:
-        order = np.random.default_rng(shuffle_seed).permutation(len(release))
-        release = release.iloc[order].reset_index(drop=True)
+        release = shuffle_rows(release, shuffle_seed)
     return release
+
+
+def shuffle_rows(release: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """Rows in a seeded random order with a fresh index: the order reveals nothing."""
+    order = np.random.default_rng(seed).permutation(len(release))
+    return release.iloc[order].reset_index(drop=True)

@@ -208,7 +208,9 @@ class NodeChecker:
             hist[np.arange(len(f.counts)), f.sensitive[:, i]] = f.counts
             hists.append(hist)
         node = (0,) * f.qi_codes.shape[1]
-        codes = tuple(np.ascontiguousarray(f.qi_codes[:, j], dtype=np.int32) for j in range(len(node)))
+        codes = tuple(
+            np.ascontiguousarray(f.qi_codes[:, j], dtype=np.int32) for j in range(len(node))
+        )
         return ClassTable(node, codes, f.counts.astype(np.int64), tuple(hists))
 
     # --- class tables -------------------------------------------------------------------
@@ -276,10 +278,12 @@ class NodeChecker:
         n_classes = len(class_codes[0]) if class_codes else 1
         sizes = np.bincount(inverse, weights=src.sizes, minlength=n_classes).astype(np.int64)
         hists = tuple(
-            np.column_stack([
-                np.bincount(inverse, weights=h[:, v], minlength=n_classes)
-                for v in range(h.shape[1])
-            ]).astype(np.int64)
+            np.column_stack(
+                [
+                    np.bincount(inverse, weights=h[:, v], minlength=n_classes)
+                    for v in range(h.shape[1])
+                ]
+            ).astype(np.int64)
             for h in src.histograms
         )
         table = ClassTable(node, class_codes, sizes, hists)
@@ -308,13 +312,20 @@ class NodeChecker:
         self.evaluations += 1
         table = self.class_table(node)
         ok = np.ones(len(table), dtype=bool)
+        satisfied = True
         if self.models:
             stats = self.stats(table)
             for model in self.models:
                 ok &= model.satisfied_by(stats)
         failing = ~ok
         outliers = int(table.sizes[failing].sum())
-        outcome = NodeOutcome(node, outliers <= self.allowance, outliers, table, failing)
+        satisfied = outliers <= self.allowance
+        if satisfied and self.models:
+            kept = self.stats(
+                ClassTable(node, (), table.sizes[ok], tuple(h[ok] for h in table.histograms))
+            )
+            satisfied = all(model.table_satisfied(kept) for model in self.models)
+        outcome = NodeOutcome(node, satisfied, outliers, table, failing)
         self._outcomes[node] = outcome
         return outcome
 

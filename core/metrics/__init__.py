@@ -12,6 +12,7 @@ from core.metrics._class_metrics import AverageClassSize, Discernibility
 from core.metrics._entropy import NonUniformEntropy
 from core.metrics._loss import Loss, granularity
 from core.metrics._precision import PrecisionLoss, precision
+from core.metrics._table_loss import attribute_loss, table_loss
 
 __all__ = [
     "METRICS",
@@ -22,9 +23,11 @@ __all__ = [
     "LossMetric",
     "NonUniformEntropy",
     "PrecisionLoss",
+    "attribute_loss",
     "granularity",
     "make_metric",
     "precision",
+    "table_loss",
 ]
 
 METRICS: dict[str, type[LossMetric]] = {

@@ -23,8 +23,13 @@ class LossMetric(ABC):
 
     name: str = ""
 
-    def prepare(self, columns: Sequence[EncodedColumn], frequencies: Sequence[np.ndarray],
-                n_rows: int, min_class_size: int = 1) -> LossMetric:
+    def prepare(
+        self,
+        columns: Sequence[EncodedColumn],
+        frequencies: Sequence[np.ndarray],
+        n_rows: int,
+        min_class_size: int = 1,
+    ) -> LossMetric:
         """Precompute the costs for a table.
 
         Parameters
@@ -52,8 +57,13 @@ class LossMetric(ABC):
         """A value no larger than the metric of each node, shape (n_nodes,)."""
 
     @abstractmethod
-    def value(self, node: Sequence[int], codes: Sequence[np.ndarray], sizes: np.ndarray,
-              suppressed: np.ndarray) -> float:
+    def value(
+        self,
+        node: Sequence[int],
+        codes: Sequence[np.ndarray],
+        sizes: np.ndarray,
+        suppressed: np.ndarray,
+    ) -> float:
         """The metric of ``node`` given its classes and which of them are suppressed.
 
         Parameters
@@ -114,5 +124,6 @@ class DecomposableMetric(LossMetric):
 
 def ancestor_frequencies(column: EncodedColumn, frequency: np.ndarray, level: int) -> np.ndarray:
     """Records per level-``level`` code (the frequency of each generalized value)."""
-    return np.bincount(column.level_maps[level], weights=frequency,
-                       minlength=column.distinct_at(level))
+    return np.bincount(
+        column.level_maps[level], weights=frequency, minlength=column.distinct_at(level)
+    )

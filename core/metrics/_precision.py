@@ -52,6 +52,7 @@ class PrecisionLoss(DecomposableMetric):
             h = max(col.height, 1)
             per_level = np.arange(col.height + 1) / h
             totals.append(per_level * self.n_rows_)
-            extras.append([np.full(col.distinct_at(lvl), 1.0 - lvl / h)
-                           for lvl in range(col.height + 1)])
+            extras.append(
+                [np.full(col.distinct_at(lvl), 1.0 - lvl / h) for lvl in range(col.height + 1)]
+            )
         return totals, extras, float(self.n_rows_ * len(self.columns_))

@@ -16,10 +16,15 @@ from core.privacy._l_diversity import (
     RecursiveCLDiversity,
     class_entropies,
 )
+from core.privacy._risk import AverageRisk, HighestRisk, RiskShareAbove, record_risks
 from core.privacy._t_closeness import TCloseness, class_distances
 
 __all__ = [
+    "AverageRisk",
     "DistinctLDiversity",
+    "HighestRisk",
+    "RiskShareAbove",
+    "record_risks",
     "EntropyLDiversity",
     "KAnonymity",
     "PrivacyModel",
@@ -43,4 +48,12 @@ def models_from_policy(spec: PrivacySpec) -> list[PrivacyModel]:
             models.append(RecursiveCLDiversity(column=ld.column, c=ld.c, l=ld.l))
     for tc in spec.t_closeness:
         models.append(TCloseness(column=tc.column, t=tc.t, distance=tc.distance))
+    risk = spec.risk
+    if risk is not None:
+        if risk.highest is not None:
+            models.append(HighestRisk(limit=risk.highest))
+        if risk.average is not None:
+            models.append(AverageRisk(limit=risk.average))
+        if risk.share_above is not None:
+            models.append(RiskShareAbove(threshold=risk.threshold, limit=risk.share_above))
     return models

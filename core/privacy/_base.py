@@ -36,6 +36,10 @@ class PrivacyModel(BaseModel, ABC):
     def holds(self, achieved: float) -> bool:
         """Whether an achieved level meets this model's requirement."""
 
+    def table_satisfied(self, stats: ClassStats) -> bool:
+        """Whole-table condition on the kept classes (default: none beyond the classes')."""
+        return True
+
     @property
     def min_class_size(self) -> int:
         """A lower bound on the size of every satisfying class (used to prune)."""

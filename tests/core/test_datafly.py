@@ -60,6 +60,7 @@ def adult(shared_data) -> Adult:
 def _release(adult: Adult, algorithm) -> tuple[pd.DataFrame, object]:
     result = algorithm.anonymize(adult.freq)
     release = apply_generalization(adult.df, adult.encoded, result, list(adult.df.columns))
+    release = release.reset_index(drop=True)  # pycanon indexes rows by position
     return release, result
 
 

@@ -333,7 +333,7 @@ def test_datafly_release_passes_the_gate(
             algorithm.anonymize(encoded.frequency_set())
         return
     result = algorithm.anonymize(encoded.frequency_set())
-    release = apply_generalization(table.df, encoded, result, table.columns)
+    release = apply_generalization(table.df, encoded, result, table.columns).reset_index(drop=True)
     assert len(release) == n - result.n_suppressed > 0
     event(f"generalized: {bool(result.steps)}, suppressed: {result.n_suppressed > 0}")
     assert result.n_suppressed <= math.floor(limit * n + 1e-9)
