@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from core.encoding import ClassStats
+from core.encoding import ClassStats, factorize, is_missing
 from core.exceptions import VerificationError
 from core.privacy import PrivacyModel
+from core.textcsv import read_text_columns
 
 __all__ = ["GateDecision", "class_stats_of", "read_release", "verify_release", "verify_table"]
 
@@ -60,39 +60,86 @@ class GateDecision:
         return asdict(self)
 
 
-def read_release(path: str | Path) -> pd.DataFrame:
-    """Read a written release back as text cells (CSV or Parquet, by extension)."""
+def read_release(path: str | Path) -> dict[str, np.ndarray]:
+    """Read a written release back as text cells: ``{column: array of str or None}``.
+
+    CSV is read with the standard library (no type guessing: ``02139`` stays ``02139``, and only
+    an empty cell is missing); Parquet through pyarrow, every cell turned to text.
+    """
     path = Path(path)
+    if not path.exists():
+        raise VerificationError(f"release file not found: {path}")
     try:
         if path.suffix == ".parquet":
-            return pd.read_parquet(path).astype("string")
-        return pd.read_csv(path, dtype="string", keep_default_na=False, na_values=[""])
-    except FileNotFoundError:
-        raise VerificationError(f"release file not found: {path}") from None
+            import pandas as pd  # only Parquet releases need it
+
+            frame = pd.read_parquet(path).astype("string")
+            return {
+                name: np.array([None if v is pd.NA else str(v) for v in frame[name]], object)
+                for name in frame.columns
+            }
+        return read_text_columns(path)
     except Exception as exc:  # any parser failure means the release is unreadable
         raise VerificationError(f"cannot read release {path}: {exc}") from None
 
 
+def _n_rows(table: object) -> int:
+    """Rows of a DataFrame or of a ``{column: array}`` mapping."""
+    if hasattr(table, "shape"):
+        return int(table.shape[0])
+    columns = list(table.values())  # type: ignore[attr-defined]
+    return len(columns[0]) if columns else 0
+
+
 def class_stats_of(
-    df: pd.DataFrame, quasi_identifiers: Sequence[str], sensitive: Sequence[str]
+    table: object, quasi_identifiers: Sequence[str], sensitive: Sequence[str]
 ) -> ClassStats:
-    """Equivalence classes of a table by plain group-by over its QI columns."""
-    if len(df) == 0:
+    """Equivalence classes of a table (DataFrame or column mapping) over its QI columns.
+
+    Each QI column is factorized on its text (a missing cell is a value of its own), and rows
+    with equal code tuples form a class: a plain group-by, sharing nothing with the search.
+    """
+    n = _n_rows(table)
+    if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return ClassStats(empty, {}, {}, {})
-    keys = df[list(quasi_identifiers)].astype("string").fillna("\x00<NA>")
-    class_ids = keys.groupby(list(quasi_identifiers), sort=False).ngroup().to_numpy()
+    key = np.zeros(n, dtype=np.int64)
+    space = 1
+    for name in quasi_identifiers:
+        column_codes, uniques = factorize(_as_text(table[name]))
+        radix = len(uniques) + 1  # one more code for a missing cell
+        if space * radix >= 2**62:  # compact the key so far before it could overflow
+            key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            space = int(key.max()) + 1
+        key = key * radix + np.where(column_codes < 0, len(uniques), column_codes)
+        space *= radix
+    _, class_ids = np.unique(key, return_inverse=True)
+    class_ids = class_ids.reshape(-1)
     n_classes = int(class_ids.max()) + 1
     sens_codes, sens_values = {}, {}
     for name in sensitive:
-        codes, uniques = pd.factorize(df[name], sort=True, use_na_sentinel=False)
-        sens_codes[name] = codes
-        sens_values[name] = np.asarray(uniques, dtype=object)
-    return ClassStats.from_labels(class_ids, n_classes, np.ones(len(df)), sens_codes, sens_values)
+        column_codes, uniques = factorize(_as_text(table[name]))
+        if (column_codes < 0).any():
+            column_codes = np.where(column_codes < 0, len(uniques), column_codes)
+            uniques = np.append(uniques, np.array([None], dtype=object))
+        sens_codes[name] = column_codes
+        sens_values[name] = uniques
+    return ClassStats.from_labels(class_ids, n_classes, np.ones(n), sens_codes, sens_values)
+
+
+def _as_text(column: object) -> np.ndarray:
+    """Cells as ``str`` or ``None``, whatever the column's container and dtype."""
+    if isinstance(column, np.ndarray) and column.dtype == object:
+        if all(isinstance(v, str) or v is None for v in column.tolist()):
+            return column  # already text (as read back by read_release)
+    values = column.tolist() if hasattr(column, "tolist") else list(column)  # type: ignore[attr-defined]
+    out = np.empty(len(values), dtype=object)
+    out[:] = [None if is_missing(v) else str(v) for v in values]
+    return out
 
 
 def verify_table(
-    release: pd.DataFrame,
+    release: object,
     quasi_identifiers: Sequence[str],
     models: Sequence[PrivacyModel],
     *,
@@ -105,7 +152,7 @@ def verify_table(
 
     Parameters
     ----------
-    release : DataFrame
+    release : DataFrame or mapping of str to array
         The release as read back from disk.
     quasi_identifiers : sequence of str
     models : sequence of PrivacyModel
@@ -119,8 +166,9 @@ def verify_table(
         Direct identifiers: their presence blocks the release whatever else holds.
     """
     reasons: list[str] = []
-    measurements: dict = {"rows": len(release)}
-    present = list(release.columns)
+    n_rows = _n_rows(release)
+    measurements: dict = {"rows": n_rows}
+    present = list(release)
     leaked = [c for c in forbidden_columns if c in present]
     if leaked:
         reasons.append(f"direct identifier column(s) present in the release: {leaked}")
@@ -137,18 +185,16 @@ def verify_table(
     if absent_qi or absent_sa:
         reasons.append(f"cannot verify: columns not in the release: {absent_qi + absent_sa}")
         return GateDecision(False, reasons, measurements)
-    if len(release) == 0:
+    if n_rows == 0:
         reasons.append("the release has no rows")
     if input_rows is not None:
-        suppressed = input_rows - len(release)
+        suppressed = input_rows - n_rows
         allowed = math.floor(suppression_limit * input_rows + 1e-9)
         measurements.update(
             suppressed=suppressed, suppression_allowed=allowed, input_rows=input_rows
         )
         if suppressed < 0:
-            reasons.append(
-                f"the release has more rows ({len(release)}) than the input ({input_rows})"
-            )
+            reasons.append(f"the release has more rows ({n_rows}) than the input ({input_rows})")
         elif suppressed > allowed:
             reasons.append(
                 f"{suppressed} records suppressed, more than the limit of {allowed} "

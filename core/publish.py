@@ -17,10 +17,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from core.exceptions import PublishError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "StagedRelease",

@@ -26,7 +26,7 @@ from core.anonymize._generalize import shuffle_rows
 from core.encoding import encode_table
 from core.exceptions import AnonymizationError
 from core.gate import GateDecision, verify_release
-from core.hierarchy import Hierarchy, build_hierarchy
+from core.hierarchy import Hierarchy, hierarchies_for
 from core.ingest import read_table
 from core.metrics import precision, table_loss
 from core.policy import Algorithm, ColumnType, ReleasePolicy
@@ -69,7 +69,7 @@ class IngestedTable:
 
 def load_hierarchies(policy: ReleasePolicy) -> dict[str, Hierarchy]:
     """One hierarchy per quasi-identifier, in policy order."""
-    return {name: build_hierarchy(name, policy.columns[name]) for name in policy.quasi_identifiers}
+    return hierarchies_for(policy)
 
 
 def ingest(policy: ReleasePolicy) -> IngestedTable:

@@ -2,6 +2,7 @@
 
     privgate demo                       run the whole pipeline on the built-in demo dataset
     privgate run POLICY [--k K ...]     one release of the table a policy describes
+    privgate anonymize POLICY --output F  the engine alone (no Prefect): read, search, write, verify
     privgate verify FILE --qi a,b --k 5 check an existing file, as the gate would
 
 Every expected failure (bad policy, bad input, impossible k, blocked gate) ends with one line
@@ -55,7 +56,8 @@ def _quiet_expected_tracebacks() -> None:
 
 
 def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -> int:
-    from flows.release import release_flow, resolve_policy
+    from flows.policy_overrides import resolve_policy
+    from flows.release import release_flow
 
     # Validate the policy and overrides before starting Prefect: a typo fails in milliseconds.
     resolve_policy(policy_path, args.k, args.suppression_limit, overrides)
@@ -83,7 +85,7 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
 
 def _overrides(args: argparse.Namespace) -> dict:
     changes = {}
-    if getattr(args, "output", None):
+    if getattr(args, "output", None) and args.command != "anonymize":
         changes["output.directory"] = str(Path(args.output).resolve())
     if getattr(args, "input", None):
         changes["input.path"] = str(Path(args.input).resolve())
@@ -105,6 +107,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     overrides = {"input.path": str(data), "output.directory": str(workdir / "releases")}
     overrides.update(_overrides(args))
     return _run_release(DEMO_POLICY, args, overrides)
+
+
+def cmd_anonymize(args: argparse.Namespace) -> int:
+    from core.fastpath import anonymize_csv
+    from flows.policy_overrides import resolve_policy
+
+    policy = resolve_policy(args.policy, args.k, args.suppression_limit, _overrides(args))
+    decision, summary = anonymize_csv(policy, args.output)
+    seconds = summary.pop("seconds")
+    print(f"gate: {decision.summary}")
+    print(f"wrote: {Path(args.output).resolve()}")
+    print(
+        f"{summary['algorithm']} levels {summary['levels']}, {summary['suppressed']} of "
+        f"{summary['input_rows']} records suppressed"
+    )
+    print("seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in seconds.items()))
+    return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -193,6 +212,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     release_options(demo)
     demo.set_defaults(func=cmd_demo)
+
+    fast = sub.add_parser(
+        "anonymize",
+        help="anonymize a policy's CSV into a file and verify it, without Prefect (fast)",
+    )
+    fast.add_argument("policy", help="release policy (YAML)")
+    fast.add_argument("--output", required=True, help="release file to write (CSV)")
+    fast.add_argument("--input", help="override input.path")
+    fast.add_argument("--k", type=_positive_int, help="override privacy.k")
+    fast.add_argument(
+        "--suppression-limit", type=_fraction, help="override privacy.suppression_limit"
+    )
+    fast.set_defaults(func=cmd_anonymize)
 
     verify = sub.add_parser("verify", help="check a release file's k / l / t")
     verify.add_argument("file", help="release file (CSV or Parquet)")

@@ -8,7 +8,6 @@ states the reason.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 
 from prefect import flow
@@ -17,29 +16,13 @@ from prefect.runtime import flow_run
 
 from core import stages
 from core.exceptions import GateBlockedError
-from core.policy import ReleasePolicy, load_policy
 from core.publish import discard
+from flows.policy_overrides import resolve_policy
 from tasks.anonymize import anonymize_task
 from tasks.gate import gate_task
 from tasks.ingest import ingest_task
 from tasks.publish import publish_task
 from tasks.validate import validate_task
-
-
-def resolve_policy(
-    policy_path: str | Path,
-    k: int | None = None,
-    suppression_limit: float | None = None,
-    overrides: dict[str, Any] | None = None,
-) -> ReleasePolicy:
-    """Load a policy and apply run-time overrides (validated like the file itself)."""
-    policy = load_policy(policy_path)
-    changes = dict(overrides or {})
-    if k is not None:
-        changes["privacy.k"] = k
-    if suppression_limit is not None:
-        changes["privacy.suppression_limit"] = suppression_limit
-    return policy.with_overrides(**changes) if changes else policy
 
 
 @flow(name="privgate-release", log_prints=True)

@@ -10,11 +10,11 @@ policy name.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from core.anonymize._datafly import Datafly, MultiAttributeDatafly, approximation_degree
-from core.anonymize._generalize import apply_generalization
-from core.anonymize._mondrian import Mondrian, MondrianResult
 from core.anonymize._optimal import OptimalLattice
 from core.anonymize._result import AnonymizationResult
 from core.policy import Algorithm
@@ -32,6 +32,25 @@ __all__ = [
     "approximation_degree",
     "make_algorithm",
 ]
+
+if TYPE_CHECKING:
+    from core.anonymize._generalize import apply_generalization
+    from core.anonymize._mondrian import Mondrian, MondrianResult
+
+# The search engine needs only numpy; these two build pandas tables. They are imported on
+# first use so that `privgate anonymize` starts without paying for pandas' import (~0.9 s).
+_LAZY = {
+    "apply_generalization": "core.anonymize._generalize",
+    "Mondrian": "core.anonymize._mondrian",
+    "MondrianResult": "core.anonymize._mondrian",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 FULL_DOMAIN_ALGORITHMS = {
     Algorithm.OPTIMAL: OptimalLattice,

@@ -15,6 +15,7 @@ from core.policy import (
     ColumnSpec,
     IntervalHierarchySpec,
     MaskingHierarchySpec,
+    ReleasePolicy,
     TaxonomyHierarchySpec,
 )
 
@@ -25,6 +26,7 @@ __all__ = [
     "IntervalHierarchy",
     "MaskingHierarchy",
     "build_hierarchy",
+    "hierarchies_for",
     "taxonomy_hierarchy",
     "value_key",
 ]
@@ -42,3 +44,8 @@ def build_hierarchy(column: str, spec: ColumnSpec) -> Hierarchy:
     if isinstance(h, TaxonomyHierarchySpec):
         return taxonomy_hierarchy(column, h.tree)
     raise TypeError(f"column {column!r} has no hierarchy")
+
+
+def hierarchies_for(policy: ReleasePolicy) -> dict[str, Hierarchy]:
+    """One hierarchy per quasi-identifier of ``policy``, in policy order."""
+    return {name: build_hierarchy(name, policy.columns[name]) for name in policy.quasi_identifiers}
