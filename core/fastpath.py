@@ -21,7 +21,7 @@ from core.anonymize._generalize import generalize_columns
 from core.encoding import encode_table
 from core.exceptions import AnonymizationError, GateBlockedError, IngestError
 from core.gate import GateDecision, verify_release
-from core.hierarchy import hierarchies_for
+from core.hierarchy import hierarchies_for, sensitive_hierarchies_for
 from core.policy import Algorithm, ReleasePolicy
 from core.privacy import models_from_policy
 from core.textcsv import read_text_columns, write_text_columns
@@ -97,7 +97,7 @@ def anonymize_csv(
     timings["read"] = time.perf_counter() - started
 
     mark = time.perf_counter()
-    models = models_from_policy(policy.privacy)
+    models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
     sensitive = sorted({m.column for m in models if hasattr(m, "column")})
     encoded = encode_table(columns, hierarchies_for(policy), sensitive)
     freq = encoded.frequency_set()

@@ -181,8 +181,11 @@ class ColumnSpec(_Strict):
     def _role_needs(self) -> ColumnSpec:
         if self.role is Role.QUASI_IDENTIFIER and self.hierarchy is None:
             raise ValueError("a quasi_identifier needs a 'hierarchy'")
-        if self.role is not Role.QUASI_IDENTIFIER and self.hierarchy is not None:
-            raise ValueError(f"only a quasi_identifier takes a 'hierarchy' (role is {self.role})")
+        if self.role not in (Role.QUASI_IDENTIFIER, Role.SENSITIVE) and self.hierarchy:
+            raise ValueError(
+                "only a quasi_identifier (or a sensitive column, for hierarchical t-closeness) "
+                f"takes a 'hierarchy' (role is {self.role})"
+            )
         if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
             raise ValueError(f"minimum ({self.minimum}) > maximum ({self.maximum})")
         if self.categories is not None and self.type not in (
@@ -251,12 +254,13 @@ class LDiversitySpec(_Strict):
 class TClosenessSpec(_Strict):
     """t-closeness of one sensitive column (Li, Li and Venkatasubramanian, 2007).
 
-    ``distance`` is ``equal`` (categorical) or ``ordered`` (numeric EMD over sorted values).
+    ``distance`` is ``equal`` (categorical), ``ordered`` (numeric EMD over sorted values) or
+    ``hierarchical`` (EMD along the column's own hierarchy, which the column must declare).
     """
 
     column: str
     t: float = Field(gt=0, le=1)
-    distance: Literal["equal", "ordered"] = "equal"
+    distance: Literal["equal", "ordered", "hierarchical"] = "equal"
 
 
 class RiskSpec(_Strict):
@@ -356,6 +360,13 @@ class ReleasePolicy(_Strict):
                 if spec.column not in sensitive:
                     raise ValueError(
                         f"privacy.{key}[{i}].column: {spec.column!r} must have role 'sensitive'"
+                    )
+                if getattr(spec, "distance", None) == "hierarchical" and (
+                    self.columns[spec.column].hierarchy is None
+                ):
+                    raise ValueError(
+                        f"privacy.{key}[{i}].distance: hierarchical t-closeness needs a "
+                        f"'hierarchy' on column {spec.column!r}"
                     )
         return self
 

@@ -26,7 +26,7 @@ from core.anonymize._generalize import shuffle_rows
 from core.encoding import encode_table
 from core.exceptions import AnonymizationError
 from core.gate import GateDecision, verify_release
-from core.hierarchy import Hierarchy, hierarchies_for
+from core.hierarchy import Hierarchy, hierarchies_for, sensitive_hierarchies_for
 from core.ingest import read_table
 from core.metrics import precision, table_loss
 from core.policy import Algorithm, ColumnType, ReleasePolicy
@@ -116,7 +116,7 @@ def anonymize(
     """
     _check_feasible(policy, len(frame))
     started = time.perf_counter()
-    models = models_from_policy(policy.privacy)
+    models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
     qis = policy.quasi_identifiers
     numeric = {q for q in qis if policy.columns[q].type in (ColumnType.INTEGER, ColumnType.FLOAT)}
     metrics: dict = {"algorithm": policy.algorithm.name.value, "input_rows": len(frame)}
@@ -180,7 +180,7 @@ def verify(release_file: Path, policy: ReleasePolicy, input_rows: int) -> GateDe
     return verify_release(
         release_file,
         policy.quasi_identifiers,
-        models_from_policy(policy.privacy),
+        models_from_policy(policy.privacy, sensitive_hierarchies_for(policy)),
         input_rows=input_rows,
         suppression_limit=policy.privacy.suppression_limit,
         expected_columns=policy.released_columns,

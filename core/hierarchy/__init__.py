@@ -27,6 +27,7 @@ __all__ = [
     "MaskingHierarchy",
     "build_hierarchy",
     "hierarchies_for",
+    "sensitive_hierarchies_for",
     "taxonomy_hierarchy",
     "value_key",
 ]
@@ -49,3 +50,12 @@ def build_hierarchy(column: str, spec: ColumnSpec) -> Hierarchy:
 def hierarchies_for(policy: ReleasePolicy) -> dict[str, Hierarchy]:
     """One hierarchy per quasi-identifier of ``policy``, in policy order."""
     return {name: build_hierarchy(name, policy.columns[name]) for name in policy.quasi_identifiers}
+
+
+def sensitive_hierarchies_for(policy: ReleasePolicy) -> dict[str, Hierarchy]:
+    """Hierarchies declared on sensitive columns (for hierarchical t-closeness)."""
+    return {
+        name: build_hierarchy(name, policy.columns[name])
+        for name in policy.sensitive_columns
+        if policy.columns[name].hierarchy is not None
+    }

@@ -7,6 +7,9 @@ Each model is a frozen value that checks equivalence classes summarized as
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from core.policy import PrivacySpec
 from core.privacy._base import PrivacyModel
 from core.privacy._k_anonymity import KAnonymity
@@ -17,7 +20,10 @@ from core.privacy._l_diversity import (
     class_entropies,
 )
 from core.privacy._risk import AverageRisk, HighestRisk, RiskShareAbove, record_risks
-from core.privacy._t_closeness import TCloseness, class_distances
+from core.privacy._t_closeness import TCloseness, class_distances, hierarchical_distances
+
+if TYPE_CHECKING:
+    from core.hierarchy import Hierarchy
 
 __all__ = [
     "AverageRisk",
@@ -32,12 +38,20 @@ __all__ = [
     "TCloseness",
     "class_distances",
     "class_entropies",
+    "hierarchical_distances",
     "models_from_policy",
 ]
 
 
-def models_from_policy(spec: PrivacySpec) -> list[PrivacyModel]:
-    """k-anonymity first, then every l-diversity and t-closeness criterion, in policy order."""
+def models_from_policy(
+    spec: PrivacySpec, hierarchies: Mapping[str, Hierarchy] | None = None
+) -> list[PrivacyModel]:
+    """k-anonymity first, then every l-diversity, t-closeness and risk criterion.
+
+    ``hierarchies`` supplies the sensitive columns' hierarchies that hierarchical
+    t-closeness needs.
+    """
+    hierarchies = hierarchies or {}
     models: list[PrivacyModel] = [KAnonymity(k=spec.k)]
     for ld in spec.l_diversity:
         if ld.variant == "distinct":
@@ -47,7 +61,14 @@ def models_from_policy(spec: PrivacySpec) -> list[PrivacyModel]:
         else:
             models.append(RecursiveCLDiversity(column=ld.column, c=ld.c, l=ld.l))
     for tc in spec.t_closeness:
-        models.append(TCloseness(column=tc.column, t=tc.t, distance=tc.distance))
+        models.append(
+            TCloseness(
+                column=tc.column,
+                t=tc.t,
+                distance=tc.distance,
+                hierarchy=hierarchies.get(tc.column),
+            )
+        )
     risk = spec.risk
     if risk is not None:
         if risk.highest is not None:
