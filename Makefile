@@ -33,8 +33,10 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Benchmarks print their tables; add --write to a script's command to update BENCHMARKS.md.
 bench: install
 	$(BIN)/python benchmarks/datafly_vs_multi.py
+	$(BIN)/python benchmarks/optimal_vs_arx.py
 
 # Re-resolve the lock files after changing pyproject.toml.
 lock:
