@@ -129,12 +129,8 @@ def class_stats_of(
 
 def _as_text(column: object) -> np.ndarray:
     """Cells as ``str`` or ``None``, whatever the column's container and dtype."""
-    if (
-        isinstance(column, np.ndarray)
-        and column.dtype == object
-        and all(isinstance(v, str) or v is None for v in column.tolist())
-    ):
-        return column  # already text (as read back by read_release)
+    if isinstance(column, np.ndarray) and column.dtype == object:
+        return column  # cells as read back by read_release: text or None
     values = column.tolist() if hasattr(column, "tolist") else list(column)  # type: ignore[attr-defined]
     out = np.empty(len(values), dtype=object)
     out[:] = [None if is_missing(v) else str(v) for v in values]
