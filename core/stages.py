@@ -6,6 +6,8 @@ can be driven and tested without an orchestrator, and the tasks in ``tasks/`` st
 
 from __future__ import annotations
 
+import hashlib
+import json
 import platform
 import time
 from dataclasses import dataclass, field
@@ -38,6 +40,8 @@ __all__ = [
     "IngestedTable",
     "anonymize",
     "build_manifest",
+    "cache_token",
+    "fingerprint_input",
     "ingest",
     "load_hierarchies",
     "package_version",
@@ -72,9 +76,33 @@ def load_hierarchies(policy: ReleasePolicy) -> dict[str, Hierarchy]:
     return hierarchies_for(policy)
 
 
-def ingest(policy: ReleasePolicy) -> IngestedTable:
-    """Fingerprint and read the input file (the file itself is only ever read)."""
-    digest = sha256_file(policy.input.path) if Path(policy.input.path).is_file() else ""
+def fingerprint_input(policy: ReleasePolicy) -> str:
+    """sha256 of the input file ("" when it does not exist; ingest then names the problem)."""
+    path = Path(policy.input.path)
+    return sha256_file(path) if path.is_file() else ""
+
+
+def cache_token(policy: ReleasePolicy, input_sha256: str, *sections: str) -> str:
+    """A key for a stage's cached result: the data, the policy sections the stage reads, and
+    the content of every hierarchy file those sections name.
+
+    A stage reruns when any of these changes and is reused otherwise, so editing a utility
+    threshold does not redo the anonymization, and a new input file redoes everything.
+    """
+    digest = hashlib.sha256(input_sha256.encode())
+    dumped = policy.model_dump(mode="json", include=set(sections) or None)
+    digest.update(json.dumps(dumped, sort_keys=True).encode())
+    if not sections or "columns" in sections:
+        for name, spec in policy.columns.items():
+            path = getattr(spec.hierarchy, "path", None)
+            if path is not None and Path(path).is_file():
+                digest.update(f"{name}:{sha256_file(path)}".encode())
+    return digest.hexdigest()
+
+
+def ingest(policy: ReleasePolicy, input_sha256: str | None = None) -> IngestedTable:
+    """Read the input file (it is only ever read) and record its fingerprint."""
+    digest = fingerprint_input(policy) if input_sha256 is None else input_sha256
     frame = read_table(policy.input)
     return IngestedTable(frame, digest, str(policy.input.path))
 

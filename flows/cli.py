@@ -4,6 +4,7 @@
     privgate run POLICY [--k K ...]     one release of the table a policy describes
     privgate anonymize POLICY --output F  the engine alone (no Prefect): read, search, write, verify
     privgate verify FILE --qi a,b --k 5 check an existing file, as the gate would
+    privgate validate POLICY            ingest + schema + expectation suite only (no Prefect)
 
 Every expected failure (bad policy, bad input, impossible k, blocked gate) ends with one line
 on stderr naming the setting, column or row, and a non-zero exit: 2 for an error, 3 for a
@@ -56,6 +57,7 @@ def _quiet_expected_tracebacks() -> None:
 
 
 def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -> int:
+    from flows.parameters import ReleaseParameters
     from flows.policy_overrides import resolve_policy
     from flows.release import release_flow
 
@@ -63,12 +65,14 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
     resolve_policy(policy_path, args.k, args.suppression_limit, overrides)
     _quiet_expected_tracebacks()
     outcome = release_flow(
-        policy_path=str(policy_path),
-        k=args.k,
-        suppression_limit=args.suppression_limit,
-        release_date=args.release_date,
-        dry_run=args.dry_run,
-        overrides=overrides or None,
+        ReleaseParameters(
+            policy_path=str(policy_path),
+            k=args.k,
+            suppression_limit=args.suppression_limit,
+            release_date=args.release_date,
+            dry_run=args.dry_run,
+            overrides=overrides,
+        )
     )
     gate = outcome["gate"]
     m = gate["measurements"]
@@ -157,6 +161,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if decision.passed else 3
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from flows.policy_overrides import resolve_policy
+    from validations.expectations import check_policy_input, format_validation, report
+
+    policy = resolve_policy(args.policy, overrides=_overrides(args))
+    outcome = check_policy_input(policy, docs_dir=args.docs)
+    if args.json:
+        data = {k: v for k, v in outcome.items() if k != "expectations"}
+        data.update(report([outcome["expectations"]]))
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        print(format_validation(outcome))
+    return 0 if outcome["valid"] else 2
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -237,6 +256,17 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--t-distance", choices=["equal", "ordered"], default="equal")
     verify.add_argument("--json", action="store_true", help="print the decision as JSON")
     verify.set_defaults(func=cmd_verify)
+
+    validate = sub.add_parser(
+        "validate",
+        help="read a policy's input and check it against the schema and the expectation suite "
+        "(exit 0 if valid, 2 if not); no Prefect, nothing written unless --docs",
+    )
+    validate.add_argument("policy", help="release policy (YAML)")
+    validate.add_argument("--input", help="override input.path")
+    validate.add_argument("--docs", help="write the input suite's Data Docs into this folder")
+    validate.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    validate.set_defaults(func=cmd_validate)
     return parser
 
 

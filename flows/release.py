@@ -1,77 +1,92 @@
-"""The release flow: ingest -> validate -> anonymize -> verify + gate -> publish.
+"""The release flow: fingerprint -> ingest -> validate -> anonymize -> verify + gate -> publish.
 
-Nothing is published unless the gate passes on the file as written. A blocked gate or a failure
-at any stage discards the staging folder and ends the flow run in a Failed state whose message
-states the reason.
+Nothing is published unless the gate passes on the file as written. A blocked gate or a
+failure at any stage discards the staging folder and ends the flow run in a Failed state whose
+message states the reason; a published release ends it Completed with the gate's decision as
+its message. Stage results are persisted and keyed by the data and the policy sections each
+stage reads (see ``tasks/_caching.py``), so retrying a failed run redoes only what failed.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
-from typing import Any
+from datetime import UTC, datetime
 
 from prefect import flow
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
+from prefect.states import Completed
 
 from core import stages
 from core.exceptions import GateBlockedError
 from core.publish import discard
+from flows.parameters import ReleaseParameters
 from flows.policy_overrides import resolve_policy
 from tasks.anonymize import anonymize_task
+from tasks.fingerprint import fingerprint_task
 from tasks.gate import gate_task
 from tasks.ingest import ingest_task
 from tasks.publish import publish_task
 from tasks.validate import validate_task
 
+#: The policy sections each cached stage reads (its cache token covers exactly these).
+_INGEST_SECTIONS = ("dataset", "input", "columns")
+_ANONYMIZE_SECTIONS = ("dataset", "input", "columns", "privacy", "algorithm")
+
 
 @flow(name="privgate-release", log_prints=True)
-def release_flow(
-    policy_path: str,
-    k: int | None = None,
-    suppression_limit: float | None = None,
-    release_date: date | None = None,
-    dry_run: bool = False,
-    overrides: dict[str, Any] | None = None,
-) -> dict:
+def release_flow(parameters: ReleaseParameters) -> dict:
     """Produce one verified release of the table a policy describes.
 
     Parameters
     ----------
-    policy_path : str
-        The release policy (YAML).
-    k, suppression_limit : optional
-        Override the policy's values for this run.
-    release_date : date, optional
-        The release's date (default: today, UTC); part of the release id.
-    dry_run : bool, default=False
-        Do everything but publish.
-    overrides : dict, optional
-        Further dotted-key overrides, e.g. ``{"output.directory": "/tmp/out"}``.
+    parameters : ReleaseParameters
+        The policy path and run-time overrides (k, suppression limit, release date, dry run).
+
+    Returns
+    -------
+    dict
+        Release id, path, whether it was published, the gate's decision and the metrics.
     """
     log = get_run_logger()
-    policy = resolve_policy(policy_path, k, suppression_limit, overrides)
-    release_date = release_date or datetime.now(UTC).date()
+    p = parameters
+    policy = resolve_policy(p.policy_path, p.k, p.suppression_limit, p.overrides)
+    release_date = p.release_date or datetime.now(UTC).date()
     hierarchies = stages.load_hierarchies(policy)
     log.info(
-        "policy %s: dataset %r, %d quasi-identifiers, k=%d, suppression limit %.2f%%",
-        policy_path,
+        "policy %s: dataset %r, %d quasi-identifiers, k=%d, suppression limit %.2f%%, %s",
+        p.policy_path,
         policy.dataset,
         len(policy.quasi_identifiers),
         policy.privacy.k,
         100 * policy.privacy.suppression_limit,
+        policy.algorithm.name.value,
     )
 
-    ingested = ingest_task(policy)
-    validated = validate_task(ingested.frame, policy, hierarchies)
-    release_id = stages.release_id_for(policy, ingested.sha256, release_date)
+    input_sha256 = fingerprint_task(policy)
+    ingest_token = stages.cache_token(policy, input_sha256, *_INGEST_SECTIONS)
+    ingested = ingest_task(policy, input_sha256, ingest_token)
+    validated = validate_task(ingested.frame, policy, hierarchies, ingest_token)
+    release_id = stages.release_id_for(policy, input_sha256, release_date)
     shuffle_seed = int(release_id.rsplit("-", 1)[-1], 16)
-    table = anonymize_task(validated, policy, hierarchies, shuffle_seed)
+    anonymize_token = stages.cache_token(policy, input_sha256, *_ANONYMIZE_SECTIONS)
+    table = anonymize_task(validated, policy, hierarchies, shuffle_seed, anonymize_token)
     staged, decision = gate_task(table, policy, release_id, ingested.rows)
+    outcome = {
+        "release_id": release_id,
+        "path": None,
+        "published": False,
+        "gate": decision.to_dict(),
+        "metrics": table.metrics,
+    }
     try:
         if not decision.passed:
             raise GateBlockedError(
                 f"gate blocked release {release_id}: {decision.summary}", decision
+            )
+        if p.dry_run:
+            log.info("dry run: release %s verified, not published", release_id)
+            return Completed(
+                message=f"dry run, gate {decision.summary}; nothing published", data=outcome
             )
         manifest = stages.build_manifest(
             policy=policy,
@@ -83,24 +98,10 @@ def release_flow(
             decision=decision,
             run_id=str(flow_run.get_id() or ""),
         )
-        if dry_run:
-            log.info("dry run: release %s verified, not published", release_id)
-            return {
-                "release_id": release_id,
-                "path": None,
-                "published": False,
-                "gate": decision.to_dict(),
-                "metrics": table.metrics,
-            }
         path = publish_task(staged, manifest)
     finally:
         if staged.staging_dir.exists():
             discard(staged)
     log.info("released %s: %s", path, decision.summary)
-    return {
-        "release_id": release_id,
-        "path": str(path),
-        "published": True,
-        "gate": decision.to_dict(),
-        "metrics": table.metrics,
-    }
+    outcome.update(path=str(path), published=True)
+    return Completed(message=f"gate {decision.summary}; published {path}", data=outcome)

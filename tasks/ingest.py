@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import time
+
 from prefect import task
 from prefect.logging import get_run_logger
 
 from core import stages
 from core.policy import ReleasePolicy
+from tasks._caching import CACHED_STAGE
 
 
-@task(name="ingest", retries=2, retry_delay_seconds=[1, 5])
-def ingest_task(policy: ReleasePolicy) -> stages.IngestedTable:
-    """Read and fingerprint the input table."""
-    ingested = stages.ingest(policy)
+@task(name="ingest", retries=2, retry_delay_seconds=[1, 5], timeout_seconds=1800, **CACHED_STAGE)
+def ingest_task(policy: ReleasePolicy, input_sha256: str, cache_token: str) -> stages.IngestedTable:
+    """Read the input table (cached by the data fingerprint and the input/columns sections)."""
+    started = time.perf_counter()
+    ingested = stages.ingest(policy, input_sha256)
     get_run_logger().info(
-        "ingest: %d rows x %d columns from %s (sha256 %s)",
+        "ingest: %d rows x %d columns from %s (%.2fs)",
         ingested.rows,
         ingested.frame.shape[1],
         ingested.path,
-        ingested.sha256[:12],
+        time.perf_counter() - started,
     )
     return ingested

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 from prefect import task
 from prefect.logging import get_run_logger
 
 from core.hierarchy import Hierarchy
 from core.policy import ReleasePolicy
+from tasks._caching import CACHED_STAGE
 from validations.schema import validate_input
 
 
-@task(name="validate")
+@task(name="validate", timeout_seconds=1800, **CACHED_STAGE)
 def validate_task(
-    frame: pd.DataFrame, policy: ReleasePolicy, hierarchies: dict[str, Hierarchy]
+    frame: pd.DataFrame, policy: ReleasePolicy, hierarchies: dict[str, Hierarchy], cache_token: str
 ) -> pd.DataFrame:
     """Coerce and check the input; every failing cell is reported at once."""
+    started = time.perf_counter()
     validated = validate_input(frame, policy, hierarchies)
-    get_run_logger().info("validate: %d rows, %d columns match the policy schema", *validated.shape)
+    get_run_logger().info(
+        "validate: %d rows, %d columns match the policy schema (%.2fs)",
+        *validated.shape,
+        time.perf_counter() - started,
+    )
     return validated

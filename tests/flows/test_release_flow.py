@@ -37,12 +37,15 @@ def _sha256(path: Path) -> str:
 
 
 def _run(tmp_path: Path, **params):
+    from flows.parameters import ReleaseParameters
     from flows.release import release_flow
 
     overrides = {"output.directory": str(tmp_path / "releases")}
     overrides.update(params.pop("overrides", {}))
     return release_flow(
-        policy_path=str(ADULT_POLICY), release_date=RELEASE_DATE, overrides=overrides, **params
+        ReleaseParameters(
+            policy_path=str(ADULT_POLICY), release_date=RELEASE_DATE, overrides=overrides, **params
+        )
     )
 
 
@@ -90,7 +93,7 @@ def test_impossible_k_is_refused_and_publishes_nothing(prefect_harness, shared_d
 
 
 def test_gate_blocks_a_release_that_is_not_k_anonymous(
-    prefect_harness, shared_data, tmp_path, monkeypatch
+    prefect_harness, shared_data, tmp_path, monkeypatch, fresh_stages
 ):
     """Make the algorithm lie (publish the raw QIs); the gate must catch it on the file."""
     shared_data("arx/adult.csv")
@@ -147,7 +150,18 @@ def test_dry_run_verifies_but_publishes_nothing(prefect_harness, shared_data, tm
 def test_bad_override_is_a_policy_error(prefect_harness, shared_data, tmp_path):
     shared_data("arx/adult.csv")
     with pytest.raises(PolicyError, match=r"privacy\.suppression_limit"):
-        _run(tmp_path, suppression_limit=1.5)
+        _run(tmp_path, overrides={"privacy.suppression_limit": 1.5})
+
+
+def test_parameters_reject_invalid_values_before_a_run():
+    from pydantic import ValidationError
+
+    from flows.parameters import ReleaseParameters
+
+    with pytest.raises(ValidationError, match="suppression_limit"):
+        ReleaseParameters(policy_path="p.yaml", suppression_limit=1.5)
+    with pytest.raises(ValidationError, match="k"):
+        ReleaseParameters(policy_path="p.yaml", k=0)
 
 
 def test_l_diversity_policy_is_enforced_and_verified(prefect_harness, shared_data, tmp_path):
@@ -166,3 +180,51 @@ def test_policy_stage_functions_need_no_prefect(shared_data, tmp_path):
     ingested = stages.ingest(policy)
     table = stages.anonymize(ingested.frame, policy, stages.load_hierarchies(policy))
     assert table.metrics["release_rows"] + table.metrics["suppressed"] == 30162
+
+
+def _task_states(flow_run_id) -> dict[str, str]:
+    """Task name -> state name of one flow run, read back through the API."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+    return {run.name.rsplit("-", 1)[0]: run.state.name for run in runs}
+
+
+def test_rerun_after_a_failure_reuses_the_stages_that_succeeded(
+    prefect_harness, shared_data, tmp_path, monkeypatch
+):
+    """The first run fails at publishing; the rerun takes ingest, validation and the search
+    from their persisted results (state Cached) and only publishes."""
+    from flows.parameters import ReleaseParameters
+    from flows.release import release_flow
+
+    shared_data("arx/adult.csv")
+    import core.publish
+
+    params = ReleaseParameters(
+        policy_path=str(ADULT_POLICY),
+        release_date=RELEASE_DATE,
+        k=7,  # a k no other test uses, so the first run computes every stage itself
+        overrides={"output.directory": str(tmp_path / "releases")},
+    )
+    real_rename = core.publish.os.rename
+    monkeypatch.setattr(
+        core.publish.os, "rename", lambda *a: (_ for _ in ()).throw(OSError(5, "I/O error"))
+    )
+    failed = release_flow(params, return_state=True)
+    assert failed.is_failed() and "I/O error" in failed.message
+    first = _task_states(failed.state_details.flow_run_id)
+    assert first["anonymize"] == "Completed" and first["publish"] == "Failed"
+    assert _published(tmp_path) == []
+
+    monkeypatch.setattr(core.publish.os, "rename", real_rename)
+    rerun = release_flow(params, return_state=True)
+    assert rerun.is_completed() and "gate PASSED" in rerun.message
+    second = _task_states(rerun.state_details.flow_run_id)
+    assert {second[t] for t in ("ingest", "validate", "anonymize")} == {"Cached"}
+    assert second["verify-and-gate"] == "Completed" and second["publish"] == "Completed"
+    assert len(_published(tmp_path)) == 1

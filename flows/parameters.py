@@ -1,0 +1,46 @@
+"""The release flow's run parameters, as one typed model.
+
+Prefect renders this model as the form of a deployment's "Custom run" (titles, descriptions,
+defaults, bounds) and rejects invalid values before a run starts; the command line and the
+tests build the same model.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ReleaseParameters(BaseModel):
+    """What one release run needs: a policy and, optionally, run-time overrides."""
+
+    model_config = ConfigDict(extra="forbid", title="Release parameters")
+
+    policy_path: str = Field(
+        title="Policy",
+        description="Path of the release policy (YAML), relative to the working directory.",
+        min_length=1,
+    )
+    k: int | None = Field(
+        default=None, ge=1, description="Override privacy.k for this run (blank: the policy's)."
+    )
+    suppression_limit: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Override privacy.suppression_limit, a fraction of the records (0-1).",
+    )
+    release_date: date | None = Field(
+        default=None,
+        description="Date of the release, part of its id (blank: today, UTC). A rerun for the "
+        "same data, policy and date publishes once.",
+    )
+    dry_run: bool = Field(
+        default=False, description="Run every stage and verify, but publish nothing."
+    )
+    overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description='Further dotted-key policy overrides, e.g. {"output.directory": "/srv/out"}.',
+    )

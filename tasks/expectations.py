@@ -1,0 +1,151 @@
+"""Expectation tasks: the Great Expectations input and release suites, as run artifacts.
+
+Thin wrappers over :mod:`validations.expectations`. Each task records its suite's results in
+the flow run (a markdown summary and a table, one row per expectation) before it raises, so a
+refused input or release can be reviewed in the Prefect UI.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.logging import get_run_logger
+
+from core.hierarchy import Hierarchy
+from core.policy import ReleasePolicy
+from validations.expectations import (
+    format_check,
+    raise_for_input,
+    raise_for_release,
+    report,
+    validate_input_expectations,
+    validate_release_expectations,
+    write_data_docs,
+)
+
+#: Where, inside a release folder, the Data Docs sites and the JSON report are written.
+DATA_DOCS_DIR = "data_docs"
+REPORT_FILE = "expectations.json"
+
+
+def _artifact_key(policy: ReleasePolicy, kind: str) -> str:
+    """Artifact keys allow lowercase letters, digits and dashes only."""
+    dataset = re.sub(r"[^a-z0-9-]+", "-", policy.dataset.lower()).strip("-")
+    return f"{dataset}-{kind}-expectations"
+
+
+def _record(summary: Mapping[str, Any], policy: ReleasePolicy) -> None:
+    """A markdown summary and a per-expectation table, attached to the current run."""
+    status = "PASSED" if summary["success"] else "FAILED"
+    lines = [
+        f"### {summary['suite']}: {status}",
+        "",
+        f"{summary['successful']} of {summary['evaluated']} expectations met on "
+        f"{summary['rows']} rows (Great Expectations {summary['gx_version']}).",
+        "",
+        "| | expectation | found |",
+        "|---|---|---|",
+    ]
+    rows = []
+    for entry in summary["expectations"]:
+        found = "" if entry["success"] else format_check(entry).removeprefix(entry["text"] + ": ")
+        mark = "PASS" if entry["success"] else "**FAIL**"
+        lines.append(f"| {mark} | {entry['text']} | {found.replace('|', '/')} |")
+        rows.append(
+            {
+                "status": "PASS" if entry["success"] else "FAIL",
+                "expectation": entry["text"],
+                "type": entry["expectation"],
+                "column": entry["column"] or "",
+                "observed": json.dumps(entry["observed"], default=str),
+                "unexpected": entry["unexpected_count"] or 0,
+                "found": found,
+            }
+        )
+    key = _artifact_key(policy, summary["kind"])
+    description = f"{summary['suite']}: {status}"
+    create_markdown_artifact("\n".join(lines), key=key, description=description)
+    create_table_artifact(rows, key=f"{key}-table", description=description)
+
+
+def _log(summary: Mapping[str, Any]) -> None:
+    log = get_run_logger()
+    status = "PASSED" if summary["success"] else "FAILED"
+    (log.info if summary["success"] else log.error)(
+        "%s expectations: suite %s %s, %d of %d met",
+        summary["kind"],
+        summary["suite"],
+        status,
+        summary["successful"],
+        summary["evaluated"],
+    )
+
+
+@task(name="input-expectations")
+def input_expectations_task(
+    frame: pd.DataFrame,
+    policy: ReleasePolicy,
+    hierarchies: dict[str, Hierarchy],
+    run_name: str | None = None,
+) -> dict:
+    """Run the input suite on the validated table; raise if it fails.
+
+    Returns the suite's summary (pass it on to :func:`release_expectations_task`, which writes
+    the Data Docs of both suites next to the release).
+    """
+    summary = validate_input_expectations(frame, policy, hierarchies, run_name=run_name)
+    _record(summary, policy)
+    _log(summary)
+    raise_for_input(summary)
+    return summary
+
+
+@task(name="release-expectations")
+def release_expectations_task(
+    release_file: Path,
+    policy: ReleasePolicy,
+    hierarchies: dict[str, Hierarchy],
+    manifest: dict,
+    input_summary: dict,
+    release_dir: Path | None = None,
+) -> dict:
+    """Run the release suite on the staged file; raise if it fails, else write Data Docs.
+
+    With ``release_dir`` (the staging folder), writes ``data_docs/input/``,
+    ``data_docs/release/`` and ``expectations.json`` into it, so they are published with the
+    release, atomically. Returns a small dict for the manifest: each suite's counts and the
+    Data Docs index pages, relative to the release folder.
+    """
+    summary = validate_release_expectations(release_file, policy, hierarchies, manifest)
+    _record(summary, policy)
+    _log(summary)
+    raise_for_release(summary)
+    summaries = [input_summary, summary]
+    entry: dict[str, Any] = {
+        s["kind"]: {
+            "suite": s["suite"],
+            "success": s["success"],
+            "evaluated": s["evaluated"],
+            "failed": s["failed"],
+        }
+        for s in summaries
+    }
+    if release_dir is not None:
+        release_dir = Path(release_dir)
+        docs = write_data_docs(summaries, release_dir / DATA_DOCS_DIR)
+        (release_dir / REPORT_FILE).write_text(
+            json.dumps(report(summaries), indent=2, default=str) + "\n", encoding="utf-8"
+        )
+        entry["data_docs"] = {
+            kind: Path(path).relative_to(release_dir).as_posix() for kind, path in docs.items()
+        }
+        entry["report"] = REPORT_FILE
+        get_run_logger().info("expectations: Data Docs written to %s", release_dir / DATA_DOCS_DIR)
+    return entry

@@ -1,0 +1,63 @@
+"""Utility tasks: measure what the release keeps (cached), then apply the utility thresholds.
+
+Measuring runs classifiers and clusterings (seconds to minutes), so its result is persisted and
+keyed by :func:`utility_token`: the anonymization's token plus the utility *settings*. The
+thresholds are left out of the key and applied by the separate, uncached gate task, so tuning a
+threshold and rerunning re-decides in milliseconds without measuring again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pandas as pd
+from prefect import task
+from prefect.logging import get_run_logger
+
+from core import stages
+from core.hierarchy import Hierarchy
+from core.policy import ReleasePolicy
+from core.utility import (
+    UtilityDecision,
+    UtilityReport,
+    align_release,
+    check_utility,
+    measure_utility,
+    utility_spec,
+)
+from tasks._caching import CACHED_STAGE
+
+
+def utility_token(anonymize_token: str, policy: ReleasePolicy) -> str:
+    """Cache key of the measurement: the release's token and the settings, not the thresholds."""
+    settings = utility_spec(policy).model_dump(mode="json", exclude={"thresholds"})
+    payload = anonymize_token + json.dumps(settings, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@task(name="utility", timeout_seconds=3600, **CACHED_STAGE)
+def utility_task(
+    frame: pd.DataFrame,
+    table: stages.AnonymizedTable,
+    policy: ReleasePolicy,
+    hierarchies: dict[str, Hierarchy],
+    shuffle_seed: int | None,
+    cache_token: str,
+) -> UtilityReport:
+    """Classification, clustering, loss, engine metrics and distribution shift of the release."""
+    release = align_release(table.frame, frame.index, table.result.suppressed, shuffle_seed)
+    utility = measure_utility(frame, release, policy, hierarchies, levels=table.result.levels)
+    get_run_logger().info(
+        "utility: loss %.4f, measured in %.1fs", utility.loss["total"], utility.seconds
+    )
+    return utility
+
+
+@task(name="utility-gate")
+def utility_gate_task(utility: UtilityReport, policy: ReleasePolicy) -> UtilityDecision:
+    """The policy's utility thresholds on the measured utility; the decision is data."""
+    decision = check_utility(utility, policy.utility.thresholds if policy.utility else None)
+    log = get_run_logger()
+    (log.info if decision.passed else log.error)("utility gate: %s", decision.summary)
+    return decision
