@@ -3,6 +3,7 @@
     privgate demo                       run the whole pipeline on the built-in demo dataset
     privgate run POLICY [--k K ...]     one release of the table a policy describes
     privgate anonymize POLICY --output F  the engine alone (no Prefect): read, search, write, verify
+    privgate serve POLICY...            serve nightly deployments (cron 0 2 * * *) from this process
     privgate verify FILE --qi a,b --k 5 check an existing file, as the gate would
     privgate validate POLICY            ingest + schema + expectation suite only (no Prefect)
 
@@ -130,6 +131,20 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from prefect import serve
+
+    from deployments.serve import build_deployments
+
+    overrides = {"output.directory": str(Path(args.output).resolve())} if args.output else None
+    deployments = build_deployments(args.policies, args.cron, args.timezone, overrides)
+    _quiet_expected_tracebacks()
+    names = ", ".join(d.name for d in deployments)
+    print(f"serving {names} ({args.cron}, {args.timezone}); Ctrl-C to stop")
+    serve(*deployments)
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from core.gate import verify_release
     from core.privacy import (
@@ -168,8 +183,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     policy = resolve_policy(args.policy, overrides=_overrides(args))
     outcome = check_policy_input(policy, docs_dir=args.docs)
     if args.json:
-        data = {k: v for k, v in outcome.items() if k != "expectations"}
-        data.update(report([outcome["expectations"]]))
+        data = dict(outcome, expectations=report([outcome["expectations"]])["input"])
         print(json.dumps(data, indent=2, default=str))
     else:
         print(format_validation(outcome))
@@ -244,6 +258,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--suppression-limit", type=_fraction, help="override privacy.suppression_limit"
     )
     fast.set_defaults(func=cmd_anonymize)
+
+    served = sub.add_parser(
+        "serve", help="serve nightly release deployments, one per policy, from this process"
+    )
+    served.add_argument("policies", nargs="+", help="release policies (YAML)")
+    served.add_argument("--cron", default="0 2 * * *", help="schedule (default: 0 2 * * *)")
+    served.add_argument("--timezone", default="UTC", help="timezone of the schedule")
+    served.add_argument("--output", help="override output.directory of every policy")
+    served.set_defaults(func=cmd_serve)
 
     verify = sub.add_parser("verify", help="check a release file's k / l / t")
     verify.add_argument("file", help="release file (CSV or Parquet)")

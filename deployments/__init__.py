@@ -1,0 +1,1 @@
+"""Deployments of the release flow: a nightly schedule per policy, served or run by a worker."""

@@ -1,0 +1,207 @@
+"""Against a real Prefect server: serve the nightly deployment, trigger a run as the UI's
+"Quick run" does, retry a failed run, and read the schedule back.
+
+Slow (a server and a serving process start, about 30 s), but it is the only test of what users
+actually run in production, so it runs in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOYMENT = "privgate-release/adult-nightly"
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A real `prefect server` on a free loopback port, with its own home and database."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = _free_port()
+    env = dict(
+        os.environ,
+        PREFECT_HOME=str(home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        DO_NOT_TRACK="1",
+        PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
+        PREFECT_LOCAL_STORAGE_PATH=str(home / "results"),
+        PREFECT_UI_ENABLED="true",
+    )
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    log = open(home / "server.log", "w")  # noqa: SIM115 - closed in teardown
+    process = subprocess.Popen(
+        [prefect, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    api = f"http://127.0.0.1:{port}/api"
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{api}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        _wait(healthy, 120, "the Prefect server")
+        yield {"api": api, "env": env, "home": home, "port": port}
+    finally:
+        _stop(process)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def served(server, tmp_path_factory):
+    """`privgate serve policies/adult.yaml` running against the server."""
+    out = tmp_path_factory.mktemp("releases")
+    log_path = server["home"] / "serve.log"
+    log = open(log_path, "w")  # noqa: SIM115 - closed in teardown
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "serve", "policies/adult.yaml", "--output", str(out)],
+        cwd=REPO, env=server["env"], stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    api = server["api"]
+
+    def deployment():
+        r = httpx.get(f"{api}/deployments/name/{DEPLOYMENT}", timeout=5)
+        return r.json() if r.status_code == 200 else None
+
+    try:
+        found = _wait(deployment, 120, "the served deployment")
+        yield {"deployment": found, "output": out, "log": log_path}
+    finally:
+        _stop(process)
+        log.close()
+
+
+def _run_state(api: str, run_id: str) -> dict:
+    return httpx.get(f"{api}/flow_runs/{run_id}", timeout=5).json()
+
+
+def _wait_terminal(api: str, run_id: str, timeout: float = 240) -> dict:
+    def done():
+        run = _run_state(api, run_id)
+        return run if run["state"]["type"] in TERMINAL else None
+
+    return _wait(done, timeout, f"flow run {run_id} to finish", interval=1.0)
+
+
+def _task_runs(api: str, run_id: str) -> list[dict]:
+    body = {"flow_runs": {"id": {"any_": [run_id]}}, "sort": "EXPECTED_START_TIME_ASC"}
+    return httpx.post(f"{api}/task_runs/filter", json=body, timeout=10).json()
+
+
+def test_schedule_read_back_from_the_api_is_nightly(served):
+    schedules = served["deployment"]["schedules"]
+    assert [s["schedule"]["cron"] for s in schedules] == ["0 2 * * *"]
+    assert schedules[0]["schedule"]["timezone"] == "UTC"
+    assert schedules[0]["active"] is True
+
+
+def test_quick_run_completes_and_publishes(server, served):
+    api = server["api"]
+    deployment_id = served["deployment"]["id"]
+    # What the UI's "Quick run" button sends: a run of the deployment with its defaults.
+    created = httpx.post(f"{api}/deployments/{deployment_id}/create_flow_run", json={}, timeout=10)
+    assert created.status_code == 201, created.text
+    run = _wait_terminal(api, created.json()["id"])
+    assert run["state"]["type"] == "COMPLETED", (
+        run["state"],
+        served["log"].read_text()[-3000:],
+    )
+    assert "gate PASSED" in run["state"]["message"]
+    releases = [p for p in (served["output"] / "adult").iterdir() if p.is_dir()]
+    assert len(releases) == 1
+    assert (releases[0] / "release.csv").is_file() and (releases[0] / "manifest.json").is_file()
+
+
+def test_failed_run_retried_after_the_fix_reuses_finished_stages(server, served, tmp_path):
+    """The output folder is blocked by a file, so staging fails after the search; once the
+    file is removed, `prefect flow-run retry` reruns the same flow run, and the stages before
+    the failure are not executed again."""
+    api = server["api"]
+    deployment_id = served["deployment"]["id"]
+    output = tmp_path / "out"
+    output.mkdir()
+    blocker = output / "adult"
+    blocker.write_text("not a folder")  # the release folder's parent cannot be created
+    parameters = {
+        "parameters": {
+            "policy_path": "policies/adult.yaml",
+            "k": 6,
+            "overrides": {"output.directory": str(output)},
+        }
+    }
+    created = httpx.post(
+        f"{api}/deployments/{deployment_id}/create_flow_run",
+        json={"parameters": parameters},
+        timeout=10,
+    )
+    assert created.status_code == 201, created.text
+    run_id = created.json()["id"]
+    failed = _wait_terminal(api, run_id)
+    assert failed["state"]["type"] == "FAILED"
+    first = {t["name"].rsplit("-", 1)[0]: t["state"]["name"] for t in _task_runs(api, run_id)}
+    # The search ran (k=6 is new); ingest and validation may come from the earlier run.
+    assert first["anonymize"] == "Completed", first
+    assert first["verify-and-gate"] == "Failed", first
+
+    blocker.unlink()  # the fix
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    subprocess.run(
+        [prefect, "flow-run", "retry", run_id], env=server["env"], check=True,
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    retried = _wait_terminal(api, run_id)
+    assert retried["state"]["type"] == "COMPLETED", retried["state"]
+    assert retried["run_count"] >= 2
+    runs = _task_runs(api, run_id)
+    names = [t["name"].rsplit("-", 1)[0] for t in runs]
+    for stage in ("ingest", "validate", "anonymize"):
+        states = [t["state"]["name"] for t in runs if t["name"].rsplit("-", 1)[0] == stage]
+        # Never executed twice: the retry takes the persisted result.
+        assert states.count("Completed") <= 1 and states[-1] == "Cached", (stage, states, names)
+    anonymize = [t["state"]["name"] for t in runs if t["name"].startswith("anonymize")]
+    assert anonymize.count("Completed") == 1, anonymize
+    releases = [p for p in (output / "adult").iterdir() if p.is_dir()]
+    assert len(releases) == 1
+    shutil.rmtree(output)
