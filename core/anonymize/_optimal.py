@@ -17,7 +17,10 @@ evaluates few nodes:
 3. **Monotonicity.** Satisfaction is monotone (a generalization of a satisfying node
    satisfies, a specialization of a failing one fails). Each unresolved node is lifted along a
    chain of cheap generalizations (bound still below the best loss) and the chain is
-   binary-searched for its highest failing node, whose whole down-set is then pruned.
+   binary-searched for its highest failing node, whose whole down-set is then pruned. With
+   records suppressed, some models are not monotone (a coarser node may have to suppress
+   more, see :attr:`PrivacyModel.monotonic_with_suppression`); with those, and a non-zero
+   suppression limit, nothing is pruned and every node the bounds leave is evaluated.
 4. **Roll-up.** Each evaluated node is grouped from the class table of the smallest cached
    finer node, not from the frequency set (see :class:`NodeChecker`).
 
@@ -43,6 +46,15 @@ from core.metrics import LossMetric, make_metric
 from core.privacy import PrivacyModel
 
 __all__ = ["OptimalLattice"]
+
+#: Metric values this close (relative to their size) are a tie, broken by the level sum, then
+#: the levels: the same loss summed in two orders can differ in its last bits, which must not
+#: decide between two nodes.
+_TIE = 1e-9
+
+
+def _tied(a: float, b: float) -> bool:
+    return abs(a - b) <= _TIE * max(1.0, abs(a), abs(b))
 
 
 class OptimalLattice:
@@ -141,8 +153,10 @@ class OptimalLattice:
                 satisfied_nodes += 1
                 table = outcome.table
                 loss = metric.value(node, table.codes, table.sizes, outcome.failing)
-                key = (loss, int(level_sum[index]), tuple(node))
-                if best_node is None or key < best_key:
+                key = (int(level_sum[index]), tuple(node))
+                if best_node is None or (
+                    key < best_key if _tied(loss, best_loss) else loss < best_loss
+                ):
                     best_loss, best_node, best_key = loss, index, key
             return outcome.satisfied
 
@@ -151,15 +165,22 @@ class OptimalLattice:
             if best_node is None:
                 return False
             b = bound[index]
-            if b > best_loss:
-                return True
-            return b == best_loss and (b, int(level_sum[index]), tuple(nodes[index])) >= best_key
+            if _tied(b, best_loss):
+                return (int(level_sum[index]), tuple(nodes[index])) >= best_key
+            return b > best_loss
 
+        # Pruning the down-set of a failing node is exact only if satisfaction is monotone.
+        prune = checker.allowance == 0 or all(m.monotonic_with_suppression for m in self.models)
         for index in order:
             if beaten(index):
-                break
+                if bound[index] > best_loss and not _tied(bound[index], best_loss):
+                    break  # every later node has a larger bound
+                continue  # a tie the tie-break loses; a later tied node may still win
             node = nodes[index]
             if checker.known(node) is not None:
+                continue
+            if not prune:
+                evaluate(index)
                 continue
             if len(failing) and np.any(np.all(node <= failing, axis=1)):
                 continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -23,6 +24,15 @@ class PrivacyModel(BaseModel, ABC):
 
     #: Satisfaction is preserved by further generalization (and by suppressing failing classes).
     monotonic: bool = True
+
+    #: Satisfaction stays monotone over the lattice when failing classes are suppressed within
+    #: a limit: a class that passes keeps passing once merged with any other class, and no
+    #: whole-table condition depends on which records are suppressed. False for t-closeness,
+    #: entropy and recursive l-diversity (a passing class merged with a failing one may fail,
+    #: so a coarser node may have to suppress more) and for the average-risk and risk-share
+    #: limits (suppressing small classes can meet them at a node whose generalizations, which
+    #: keep those records in merged classes, do not).
+    monotonic_with_suppression: ClassVar[bool] = True
 
     @abstractmethod
     def satisfied_by(self, stats: ClassStats) -> np.ndarray:

@@ -8,6 +8,8 @@ recursive condition when both parts satisfy it).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from pydantic import Field
 
@@ -60,6 +62,8 @@ class EntropyLDiversity(PrivacyModel):
     The achieved level is ``exp(min entropy)``: the largest real ``l`` the table satisfies.
     """
 
+    monotonic_with_suppression: ClassVar[bool] = False
+
     column: str
     l: float = Field(ge=1)  # noqa: E741
 
@@ -90,6 +94,8 @@ class RecursiveCLDiversity(PrivacyModel):
     ratio ``r_1 / (r_l + ... + r_m)`` over classes (``inf`` when a class has fewer than ``l``
     distinct values); the model holds when it is strictly below ``c``.
     """
+
+    monotonic_with_suppression: ClassVar[bool] = False
 
     column: str
     c: float = Field(gt=0)

@@ -10,10 +10,15 @@ size ``|E|`` is re-identified with probability ``1 / |E|``. Three limits a polic
 
 K. El Emam, F. Dankar, "Protecting privacy using k-anonymity", JAMIA 15(5), 2008; ARX's risk
 model (Prasser et al.). All three only fall when classes merge or failing classes are
-suppressed, so they are monotone like the other models.
+suppressed, so they are monotone under generalization. The average and the share are not
+monotone *with suppression*: suppressing a node's small classes can meet them, while a coarser
+node that keeps those records in merged classes does not (see
+:attr:`PrivacyModel.monotonic_with_suppression`).
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import numpy as np
 from pydantic import Field
@@ -58,6 +63,8 @@ class AverageRisk(PrivacyModel):
     :meth:`satisfied_by`, and :meth:`table_satisfied` decides.
     """
 
+    monotonic_with_suppression: ClassVar[bool] = False
+
     limit: float = Field(gt=0, le=1)
 
     def satisfied_by(self, stats: ClassStats) -> np.ndarray:
@@ -79,6 +86,8 @@ class AverageRisk(PrivacyModel):
 
 class RiskShareAbove(PrivacyModel):
     """At most ``limit`` of the records have a prosecutor risk above ``threshold``."""
+
+    monotonic_with_suppression: ClassVar[bool] = False
 
     threshold: float = Field(gt=0, le=1)
     limit: float = Field(ge=0, le=1)

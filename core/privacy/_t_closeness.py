@@ -19,7 +19,7 @@ distances (merging classes gives a mixture, and EMD to a fixed distribution is c
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -90,6 +90,8 @@ class TCloseness(PrivacyModel):
     ``hierarchy`` (a :class:`core.hierarchy.Hierarchy` of the sensitive column) is required
     for the hierarchical distance and ignored otherwise.
     """
+
+    monotonic_with_suppression: ClassVar[bool] = False
 
     model_config = {"arbitrary_types_allowed": True}
 

@@ -205,3 +205,78 @@ def test_failed_run_retried_after_the_fix_reuses_finished_stages(server, served,
     releases = [p for p in (output / "adult").iterdir() if p.is_dir()]
     assert len(releases) == 1
     shutil.rmtree(output)
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+#: Screenshots a CI run keeps (the folder is ignored by git).
+ARTIFACTS = REPO / "test-artifacts"
+
+
+def _browser_or_skip():
+    """Playwright driving Debian's Chromium; missing pieces skip locally and fail in CI."""
+    missing = []
+    if not Path(CHROMIUM).exists():
+        missing.append(f"{CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing.append("the playwright package")
+        sync_playwright = None
+    if missing:
+        message = "browser test needs " + " and ".join(missing)
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return sync_playwright
+
+
+def test_custom_run_from_the_ui_form_completes(server, served):
+    """Open the deployment in the UI, fill the parameter form (k = 8), click Run, and see the
+    flow run reach Completed with that parameter."""
+    sync_playwright = _browser_or_skip()
+    api, port = server["api"], server["port"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/deployments")
+            page.get_by_role("link", name="adult-nightly").click()
+            page.wait_for_url("**/deployments/deployment/**")
+            run_button = page.get_by_role("button", name="Run", exact=True)
+            run_button.wait_for()
+            run_button.click()
+            page.get_by_text("Custom run", exact=True).click()
+            page.get_by_text("K (Optional)", exact=True).wait_for()
+            # K is optional (int or None): switch it to an integer and type 8.
+            k_field = page.locator("div").filter(has=page.get_by_text("K (Optional)", exact=True))
+            k_field.get_by_role("button", name="int", exact=True).last.click()
+            k_field.get_by_role("spinbutton").last.fill("8")
+            page.screenshot(path=str(ARTIFACTS / "ui-custom-run-form.png"), full_page=True)
+            page.get_by_role("button", name="Submit", exact=True).click()
+            page.wait_for_url(lambda url: "/run?" not in url and url.endswith(("Runs", "-")) or
+                              "/runs/flow-run/" in url or "tab=Runs" in url, timeout=30_000)  # fmt: skip
+
+            def submitted():
+                body = {"deployments": {"id": {"any_": [served["deployment"]["id"]]}}}
+                runs = httpx.post(f"{api}/flow_runs/filter", json=body, timeout=10).json()
+                return next((r for r in runs if r["parameters"]["parameters"].get("k") == 8), None)
+
+            run = _wait_terminal(api, _wait(submitted, 30, "the submitted run")["id"])
+            page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run['id']}")
+            page.get_by_text("Completed").first.wait_for(timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / "ui-custom-run-completed.png"), full_page=True)
+        finally:
+            browser.close()
+    assert run["state"]["type"] == "COMPLETED", run["state"]
+    assert run["parameters"]["parameters"]["k"] == 8
+    assert "gate PASSED" in run["state"]["message"]
