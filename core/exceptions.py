@@ -59,5 +59,18 @@ class GateBlockedError(PrivgateError):
         self.decision = decision
 
 
+class UtilityBlockedError(PrivgateError):
+    """The utility gate refused to publish: the release keeps too little of the data's value.
+
+    ``decision`` holds the violated thresholds and every measured number as data.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, decision: object | None = None) -> None:
+        super().__init__(message)
+        self.decision = decision
+
+
 class PublishError(PrivgateError):
     """Staging or the atomic rename into the release folder failed."""

@@ -62,6 +62,8 @@ __all__ = [
     "Role",
     "TClosenessSpec",
     "TaxonomyHierarchySpec",
+    "UtilitySpec",
+    "UtilityThresholds",
     "load_policy",
 ]
 
@@ -334,6 +336,78 @@ class OutputSpec(_Strict):
     format: Literal["csv", "parquet"] = "csv"
 
 
+# ---------------------------------------------------------------------------------------------
+# Utility
+# ---------------------------------------------------------------------------------------------
+
+
+class UtilityThresholds(_Strict):
+    """Limits the release's measured utility must meet, or nothing is published.
+
+    Each is optional. Ratios compare the release with the original table under the same model
+    and the same folds: ``min_auc_ratio: 0.95`` asks every model's ROC AUC on the release to be
+    at least 0.95 x its AUC on the original. Losses and total variation lie in [0, 1].
+    """
+
+    min_auc_ratio: float | None = Field(default=None, gt=0)
+    min_accuracy_ratio: float | None = Field(default=None, gt=0)
+    max_loss: float | None = Field(default=None, ge=0, le=1)
+    max_attribute_loss: float | None = Field(default=None, ge=0, le=1)
+    min_f_measure: float | None = Field(default=None, ge=0, le=1)
+    min_match_point: float | None = Field(default=None, ge=0, le=1)
+    max_total_variation: float | None = Field(default=None, ge=0, le=1)
+
+
+ClassifierName = Literal["svm", "random_forest", "logistic_regression"]
+ClusteringName = Literal["kmeans", "bisecting_kmeans"]
+
+
+class UtilitySpec(_Strict):
+    """How the release's utility is measured, and the thresholds it must meet.
+
+    ``target`` is the column the classifiers predict (a declared sensitive or insensitive
+    column; without it no classifier runs). Classification uses a stratified, seeded sample of
+    ``sample_size`` input records (``null``: all of them) and ``cv_folds``-fold stratified
+    cross-validation; clustering runs every method in ``clustering`` for every number of
+    clusters in ``clusters`` on the whole table.
+    """
+
+    target: str | None = None
+    models: list[ClassifierName] = Field(
+        default_factory=lambda: ["svm", "random_forest", "logistic_regression"]
+    )
+    cv_folds: int = Field(default=5, ge=2, le=20)
+    sample_size: int | None = Field(default=5000, ge=100)
+    seed: int = Field(default=0, ge=0)
+    clusters: list[Annotated[int, Field(ge=2)]] = Field(default_factory=lambda: [3, 5])
+    clustering: list[ClusteringName] = Field(default_factory=lambda: ["kmeans", "bisecting_kmeans"])
+    thresholds: UtilityThresholds = Field(default_factory=UtilityThresholds)
+
+    @field_validator("models", "clusters", "clustering")
+    @classmethod
+    def _no_repeats(cls, values: list) -> list:
+        repeated = sorted({v for v in values if values.count(v) > 1}, key=str)
+        if repeated:
+            raise ValueError(f"values must not repeat; {repeated} appear more than once")
+        return values
+
+    @model_validator(mode="after")
+    def _thresholds_measurable(self) -> UtilitySpec:
+        t = self.thresholds
+        for key in ("min_auc_ratio", "min_accuracy_ratio"):
+            if getattr(t, key) is not None and (self.target is None or not self.models):
+                raise ValueError(
+                    f"thresholds.{key} needs a classification: set 'target' and at least one "
+                    "of 'models'"
+                )
+        for key in ("min_f_measure", "min_match_point"):
+            if getattr(t, key) is not None and not (self.clusters and self.clustering):
+                raise ValueError(
+                    f"thresholds.{key} needs a clustering: set 'clusters' and 'clustering'"
+                )
+        return self
+
+
 class ReleasePolicy(_Strict):
     """A complete release policy: one table, one privacy model, one output location."""
 
@@ -344,6 +418,9 @@ class ReleasePolicy(_Strict):
     privacy: PrivacySpec
     algorithm: AlgorithmSpec = Field(default_factory=AlgorithmSpec)
     output: OutputSpec = Field(default_factory=OutputSpec)
+    # Left out of the dump when absent, so that a policy without it keeps its fingerprint (and
+    # its release ids) from before the section existed.
+    utility: UtilitySpec | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @model_validator(mode="after")
     def _consistent(self) -> ReleasePolicy:
@@ -368,6 +445,17 @@ class ReleasePolicy(_Strict):
                         f"privacy.{key}[{i}].distance: hierarchical t-closeness needs a "
                         f"'hierarchy' on column {spec.column!r}"
                     )
+        target = self.utility.target if self.utility is not None else None
+        if target is not None:
+            if target not in self.columns:
+                raise ValueError(f"utility.target: unknown column {target!r}")
+            role = self.columns[target].role
+            if role in (Role.IDENTIFIER, Role.QUASI_IDENTIFIER):
+                raise ValueError(
+                    f"utility.target: {target!r} is a {role.value}; the target must be a "
+                    "released column whose values are not generalized (role 'sensitive' or "
+                    "'insensitive')"
+                )
         return self
 
     # Derived views, so callers never filter ``columns`` by role themselves.

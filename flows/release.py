@@ -1,10 +1,15 @@
-"""The release flow: fingerprint -> ingest -> validate -> anonymize -> verify + gate -> publish.
+"""The release flow: fingerprint -> ingest -> validate -> anonymize -> utility -> verify + gate
+-> publish.
 
-Nothing is published unless the gate passes on the file as written. A blocked gate or a
-failure at any stage discards the staging folder and ends the flow run in a Failed state whose
-message states the reason; a published release ends it Completed with the gate's decision as
-its message. Stage results are persisted and keyed by the data and the policy sections each
-stage reads (see ``tasks/_caching.py``), so retrying a failed run redoes only what failed.
+Nothing is published unless the privacy gate passes on the file as written and the utility gate
+passes on the measured utility. A blocked gate or a failure at any stage discards the staging
+folder and ends the flow run in a Failed state whose message states the reason; a published
+release ends it Completed with the gate's decision as its message. Every run that reaches the
+gates leaves a report: ``report.html`` next to the manifest when published,
+``<output>/<dataset>/blocked/<release-id>/report.html`` when blocked, and Markdown and table
+artifacts on the Prefect run in every case (dry runs included). Stage results are persisted
+and keyed by the data and the policy sections each stage reads (see ``tasks/_caching.py``),
+so retrying a failed run redoes only what failed.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from prefect.runtime import flow_run
 from prefect.states import Completed
 
 from core import stages
-from core.exceptions import GateBlockedError
-from core.publish import discard
+from core.exceptions import GateBlockedError, UtilityBlockedError
+from core.publish import discard, sha256_file
+from core.report import REPORT_FILE, blocked_report_path, build_report
 from flows.parameters import ReleaseParameters
 from flows.policy_overrides import resolve_policy
 from tasks.anonymize import anonymize_task
@@ -26,6 +32,8 @@ from tasks.fingerprint import fingerprint_task
 from tasks.gate import gate_task
 from tasks.ingest import ingest_task
 from tasks.publish import publish_task
+from tasks.report import report_task
+from tasks.utility import utility_gate_task, utility_task, utility_token
 from tasks.validate import validate_task
 
 #: The policy sections each cached stage reads (its cache token covers exactly these).
@@ -70,20 +78,61 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     shuffle_seed = int(release_id.rsplit("-", 1)[-1], 16)
     anonymize_token = stages.cache_token(policy, input_sha256, *_ANONYMIZE_SECTIONS)
     table = anonymize_task(validated, policy, hierarchies, shuffle_seed, anonymize_token)
+    utility = utility_task(
+        validated,
+        table,
+        policy,
+        hierarchies,
+        shuffle_seed,
+        utility_token(anonymize_token, policy),
+    )
+    utility_decision = utility_gate_task(utility, policy)
     staged, decision = gate_task(table, policy, release_id, ingested.rows)
     outcome = {
         "release_id": release_id,
         "path": None,
         "published": False,
         "gate": decision.to_dict(),
+        "utility_gate": utility_decision.to_dict(),
         "metrics": table.metrics,
     }
     try:
+        passed = decision.passed and utility_decision.passed
+        report = build_report(
+            policy=policy,
+            release_id=release_id,
+            original=validated,
+            table=table,
+            privacy_decision=decision,
+            status="dry-run" if p.dry_run else ("published" if passed else "blocked"),
+            utility=utility,
+            utility_decision=utility_decision,
+            hierarchies=hierarchies,
+            run={
+                "run_id": str(flow_run.get_id() or ""),
+                "flow_run": flow_run.get_name(),
+                "release_date": release_date.isoformat(),
+                "policy": p.policy_path,
+                "policy_sha256": policy.fingerprint(),
+                "input": {"path": ingested.path, "sha256": input_sha256, "rows": ingested.rows},
+                "privgate": stages.package_version(),
+                "seconds": {"anonymize": table.metrics["seconds"], "utility": utility.seconds},
+            },
+        )
+        if not passed:
+            blocked = blocked_report_path(policy.output.directory, policy.dataset, release_id)
+            report_task(report, None if p.dry_run else blocked)
         if not decision.passed:
             raise GateBlockedError(
                 f"gate blocked release {release_id}: {decision.summary}", decision
             )
+        if not utility_decision.passed:
+            raise UtilityBlockedError(
+                f"utility gate blocked release {release_id}: {utility_decision.summary}",
+                utility_decision,
+            )
         if p.dry_run:
+            report_task(report, None)
             log.info("dry run: release %s verified, not published", release_id)
             return Completed(
                 message=f"dry run, gate {decision.summary}; nothing published", data=outcome
@@ -98,6 +147,13 @@ def release_flow(parameters: ReleaseParameters) -> dict:
             decision=decision,
             run_id=str(flow_run.get_id() or ""),
         )
+        manifest["utility"] = utility.to_dict()
+        manifest["utility_gate"] = utility_decision.to_dict()
+        # Written into the staging folder: published atomically with the release, or not at all.
+        written = report_task(
+            report, staged.staging_dir / REPORT_FILE, location=str(staged.final_dir / REPORT_FILE)
+        )
+        manifest["report"] = {"file": REPORT_FILE, "sha256": sha256_file(written)}
         path = publish_task(staged, manifest)
     finally:
         if staged.staging_dir.exists():

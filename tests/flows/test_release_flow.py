@@ -51,7 +51,7 @@ def _run(tmp_path: Path, **params):
 
 def _published(tmp_path: Path) -> list[Path]:
     root = tmp_path / "releases"
-    return sorted(p for p in root.glob("*/*") if p.is_dir()) if root.exists() else []
+    return sorted(p.parent for p in root.glob("*/*/manifest.json")) if root.exists() else []
 
 
 def _leftovers(tmp_path: Path) -> list[Path]:

@@ -1,0 +1,174 @@
+"""The utility gate: a release that keeps too little of the data's value is not published.
+
+It compares what :func:`~core.utility.measure_utility` measured with the policy's
+``utility.thresholds`` and returns a :class:`UtilityDecision`: passed or not, one reason per
+violated threshold (naming the threshold, the measured number and the limit), and every check
+as data. A threshold that cannot be evaluated because its measurement was not taken blocks the
+release too: an unmeasured promise is not kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from core.policy import UtilityThresholds
+
+if TYPE_CHECKING:
+    from core.utility._measure import UtilityReport
+
+__all__ = ["UtilityDecision", "check_utility"]
+
+_TOLERANCE = 1e-12
+
+
+@dataclass(frozen=True)
+class UtilityDecision:
+    """The utility gate's verdict (the counterpart of :class:`core.gate.GateDecision`).
+
+    Attributes
+    ----------
+    passed : bool
+    reasons : list of str
+        One line per violated threshold (empty when it passed).
+    measurements : dict
+        ``checks``: per threshold, what was compared (``threshold``, ``limit``, ``subject``,
+        ``measured``, ``held``); ``thresholds``: the limits that were set.
+    """
+
+    passed: bool
+    reasons: list[str] = field(default_factory=list)
+    measurements: dict = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        """One line for logs and the CLI."""
+        checks = self.measurements.get("checks", [])
+        if self.passed:
+            if not checks:
+                return "PASSED: no utility threshold set"
+            return f"PASSED: {len(checks)} utility check(s) within the policy's thresholds"
+        return "BLOCKED: " + "; ".join(self.reasons)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check(checks, reasons, threshold, limit, subject, measured, at_least, describe):
+    held = measured >= limit - _TOLERANCE if at_least else measured <= limit + _TOLERANCE
+    checks.append(
+        {
+            "threshold": threshold,
+            "limit": limit,
+            "subject": subject,
+            "measured": measured,
+            "held": bool(held),
+        }
+    )
+    if not held:
+        word = "below" if at_least else "above"
+        reasons.append(f"{describe}, {word} {threshold} = {limit:g}")
+
+
+def check_utility(utility: UtilityReport, thresholds: UtilityThresholds | None) -> UtilityDecision:
+    """Evaluate every threshold of the policy on the measured utility.
+
+    Parameters
+    ----------
+    utility : UtilityReport
+        From :func:`~core.utility.measure_utility`.
+    thresholds : UtilityThresholds or None
+        The policy's ``utility.thresholds``; ``None`` or an empty one passes.
+
+    Returns
+    -------
+    UtilityDecision
+    """
+    thresholds = thresholds or UtilityThresholds()
+    t = thresholds
+    checks: list[dict] = []
+    reasons: list[str] = []
+    cls = utility.classification
+    for key, attr in (("min_auc_ratio", "auc"), ("min_accuracy_ratio", "accuracy")):
+        limit = getattr(t, key)
+        if limit is None:
+            continue
+        if cls is None or not cls.scores:
+            reasons.append(f"{key} = {limit:g} cannot be checked: no classification was run")
+            continue
+        name = "ROC AUC" if attr == "auc" else "accuracy"
+        for s in cls.scores:
+            orig, rel = getattr(s, f"{attr}_original"), getattr(s, f"{attr}_release")
+            ratio = getattr(s, f"{attr}_ratio")
+            _check(
+                checks,
+                reasons,
+                key,
+                limit,
+                s.model,
+                ratio,
+                True,
+                f"{s.model}: {name} on the release {rel:.4f} is {ratio:.3f} x the original's "
+                f"{orig:.4f}",
+            )
+    if t.max_loss is not None:
+        loss = utility.loss["total"]
+        _check(
+            checks,
+            reasons,
+            "max_loss",
+            t.max_loss,
+            "total",
+            loss,
+            False,
+            f"information loss {loss:.4f} (mean over the quasi-identifiers)",
+        )
+    if t.max_attribute_loss is not None:
+        for q, loss in utility.loss["per_attribute"].items():
+            _check(
+                checks,
+                reasons,
+                "max_attribute_loss",
+                t.max_attribute_loss,
+                q,
+                loss,
+                False,
+                f"information loss of {q!r} {loss:.4f}",
+            )
+    for key, attr, name in (
+        ("min_f_measure", "f_measure", "F-measure"),
+        ("min_match_point", "match_point", "MatchPoint"),
+    ):
+        limit = getattr(t, key)
+        if limit is None:
+            continue
+        clu = utility.clustering
+        if clu is None or not clu.scores:
+            reasons.append(f"{key} = {limit:g} cannot be checked: no clustering was run")
+            continue
+        for s in clu.scores:
+            value = getattr(s, attr)
+            _check(
+                checks,
+                reasons,
+                key,
+                limit,
+                f"{s.method}, {s.n_clusters} clusters",
+                value,
+                True,
+                f"{s.method} with {s.n_clusters} clusters: {name} {value:.4f}",
+            )
+    if t.max_total_variation is not None:
+        for column, tv in utility.distribution.items():
+            _check(
+                checks,
+                reasons,
+                "max_total_variation",
+                t.max_total_variation,
+                column,
+                tv,
+                False,
+                f"total variation of {column!r} {tv:.4f}",
+            )
+    set_limits = {k: v for k, v in t.model_dump().items() if v is not None}
+    return UtilityDecision(not reasons, reasons, {"checks": checks, "thresholds": set_limits})
