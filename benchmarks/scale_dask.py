@@ -1,0 +1,412 @@
+"""Time and peak memory of the pandas path and the dask path on scaled Adult tables (issue 9).
+
+Each (path, table) cell runs in a fresh child process; the parent samples the resident memory
+of the child's whole process tree (client, nanny and worker processes included) every 50 ms and
+reports the peak per phase and overall. Tables are made with ``../shared/tools/make_scaled_adult.py
+ROWS FILE --p 0.3`` into ``--data-dir`` (never into the repository) when missing.
+
+Paths measured (policy ``policies/adult.yaml``: 8 QIs, k=5, 2% suppression, optimal/loss):
+
+* ``pandas``: the one-machine stages: ``read_table`` (whole file as text), ``encode_table`` +
+  ``frequency_set``, ``OptimalLattice.anonymize``, ``apply_generalization``, one Parquet file,
+  ``verify_release`` (the gate re-reads it as text).
+* ``dask-threads``: :func:`core.scale.anonymize_dask` on dask's threaded scheduler (2 threads).
+* ``dask-cluster``: the same on a ``distributed.LocalCluster`` of 2 single-threaded worker
+  processes (cluster start-up reported separately, not in the total).
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/scale_dask.py --data-dir /tmp/scale_data --write
+    .venv/bin/python benchmarks/scale_dask.py --rows 30000 1000000 --paths dask-threads
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+BENCHMARKS_MD = ROOT / "benchmarks" / "BENCHMARKS.md"
+SECTION_HEADING = "## Tables larger than memory: pandas path vs dask path (issue 9)"
+MAKER = ROOT.parent / "shared" / "tools" / "make_scaled_adult.py"
+POLICY = ROOT / "policies" / "adult.yaml"
+PATHS = ("pandas", "dask-threads", "dask-cluster")
+DEFAULT_ROWS = (30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000)
+PANDAS_MAX_ROWS = 3_000_000
+
+
+# ------------------------------------------------------------------------------------------
+# Child: one path on one table, phase boundaries as wall-clock stamps
+# ------------------------------------------------------------------------------------------
+
+
+def _child(kind: str, data: str, out: str, blocksize: str) -> dict:
+    from core.policy import load_policy
+
+    policy = load_policy(POLICY).with_overrides(**{"input.path": data})
+    stamps: list[tuple[str, float, float]] = []
+    facts: dict = {}
+
+    def phase(name, fn):
+        start = time.time()
+        value = fn()
+        stamps.append((name, start, time.time()))
+        return value
+
+    if kind == "pandas":
+        from core.anonymize import apply_generalization, make_algorithm
+        from core.encoding import encode_table
+        from core.gate import verify_release
+        from core.hierarchy import hierarchies_for
+        from core.ingest import read_table
+        from core.privacy import models_from_policy
+
+        models = models_from_policy(policy.privacy)
+
+        def ingest():
+            frame = read_table(policy.input)
+            encoded = encode_table(frame, hierarchies_for(policy), [])
+            return frame, encoded, encoded.frequency_set()
+
+        frame, encoded, freq = phase("ingest", ingest)
+        algorithm = make_algorithm("optimal", models, policy.privacy.suppression_limit, "loss")
+        result = phase("search", lambda: algorithm.anonymize(freq))
+        release = phase(
+            "generalize",
+            lambda: apply_generalization(frame, encoded, result, policy.released_columns),
+        )
+        Path(out).mkdir(parents=True)
+        target = Path(out) / "release.parquet"
+        phase("write", lambda: release.to_parquet(target, index=False))
+        decision = phase(
+            "verify",
+            lambda: verify_release(
+                target,
+                policy.quasi_identifiers,
+                models,
+                input_rows=len(frame),
+                suppression_limit=policy.privacy.suppression_limit,
+                expected_columns=policy.released_columns,
+            ),
+        )
+        facts.update(
+            levels=result.levels,
+            suppressed=result.n_suppressed,
+            distinct=int(len(freq.counts)),
+            passed=decision.passed,
+            classes=decision.measurements.get("classes"),
+        )
+    else:
+        import dask
+
+        from core.scale import (
+            frequency_stage,
+            publish_stage,
+            search_stage,
+            verify_stage,
+            write_stage,
+        )
+
+        client = cluster = None
+        if kind == "dask-cluster":
+            import distributed
+
+            def start():
+                c = distributed.LocalCluster(
+                    n_workers=2,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    memory_limit="8GiB",
+                )
+                return c, distributed.Client(c)
+
+            cluster, client = phase("cluster start", start)
+        else:
+            dask.config.set(scheduler="threads", num_workers=2)
+        staging = out + ".staging"
+        freq = phase("ingest", lambda: frequency_stage(policy, blocksize))
+        plan, result = phase("search", lambda: search_stage(freq, policy))
+        phase("generalize + write", lambda: write_stage(plan, policy, staging, blocksize, 0))
+        decision = phase("verify", lambda: verify_stage(staging, policy, freq.table.n_rows))
+        publish_stage(staging, out, decision)
+        facts.update(
+            levels=plan.levels,
+            suppressed=plan.suppressed,
+            distinct=int(len(freq.counts)),
+            passed=decision.passed,
+            classes=decision.measurements.get("classes"),
+            partitions=len(list(Path(out).glob("*.parquet"))),
+        )
+        if client is not None:
+            client.close()
+            cluster.close()
+    return {"stamps": stamps, "facts": facts}
+
+
+# ------------------------------------------------------------------------------------------
+# Parent: run children, sample the process tree's memory
+# ------------------------------------------------------------------------------------------
+
+
+def _tree_rss(proc) -> int:
+    import psutil
+
+    total = 0
+    try:
+        for p in [proc, *proc.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                total += p.memory_info().rss
+    except psutil.Error:
+        pass
+    return total
+
+
+def measure(kind: str, data: Path, blocksize: str) -> dict:
+    import psutil
+
+    out = tempfile.mkdtemp(prefix="privgate-scale-bench-")
+    shutil.rmtree(out)
+    cmd = [sys.executable, __file__, "--child", kind, str(data), out, "--blocksize", blocksize]
+    samples: list[tuple[float, int]] = []
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    ps = psutil.Process(proc.pid)
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            samples.append((time.time(), _tree_rss(ps)))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    done.set()
+    sampler.join()
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(out + ".staging", ignore_errors=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{kind} on {data} failed:\n{stderr[-3000:]}")
+    report = json.loads(stdout.strip().splitlines()[-1])
+    phases = {}
+    for name, start, end in report["stamps"]:
+        inside = [m for t, m in samples if start <= t <= end] or [0]
+        phases[name] = {"seconds": end - start, "peak_gib": max(inside) / 2**30}
+    return {"phases": phases, "peak_gib": max(m for _, m in samples) / 2**30, **report["facts"]}
+
+
+def ensure_table(rows: int, data_dir: Path) -> Path:
+    path = data_dir / f"adult_{rows}.csv"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, str(MAKER), str(rows), str(path), "--p", "0.3"], check=True)
+    return path
+
+
+# ------------------------------------------------------------------------------------------
+# Report
+# ------------------------------------------------------------------------------------------
+
+
+def _machine(before, after) -> str:
+    import dask
+    import distributed
+    import numpy as np
+    import pandas as pd
+    import pyarrow
+
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"nproc {os.cpu_count()}, {cpu}, {mem:.0f} GiB RAM, Linux {platform.release()}; load "
+        f"average (1/5/15 min) {'/'.join(f'{x:.2f}' for x in before)} before and "
+        f"{'/'.join(f'{x:.2f}' for x in after)} after (shared machine); Python "
+        f"{platform.python_version()}, numpy {np.__version__}, pandas {pd.__version__}, pyarrow "
+        f"{pyarrow.__version__}, dask {dask.__version__}, distributed {distributed.__version__}"
+    )
+
+
+def _total(r: dict) -> float:
+    return sum(v["seconds"] for k, v in r["phases"].items() if k != "cluster start")
+
+
+def section(results: dict, rows_list, argv_text: str, before, after, blocksize: str) -> str:
+    lines = [SECTION_HEADING, ""]
+    lines.append(f"Command (from the repository root): `{argv_text}`")
+    lines.append("")
+    lines.append(f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    lines.append(f"- Machine: {_machine(before, after)}")
+    lines.append(
+        "- Data: `../shared/tools/make_scaled_adult.py ROWS FILE --p 0.3` (seed 7) into a "
+        "temporary folder; policy `policies/adult.yaml` (8 QIs, k=5, 2% suppression, optimal "
+        f"search, loss metric), input path overridden. Dask blocksize {blocksize}."
+    )
+    lines.append(
+        "- One run per cell, each in a fresh process; peak = largest sampled (50 ms) resident "
+        "memory of the child's whole process tree (for the cluster: client + nanny + worker "
+        "processes). The dask paths fuse generalize and write (one lazy pass), so they are "
+        "one column. Total excludes the cluster's start-up."
+    )
+    lines.append("")
+    lines.append(
+        "| rows | path | distinct tuples | ingest (s) | search (s) | generalize (s) | write (s) "
+        "| verify (s) | total (s) | µs/row | peak (GiB) | levels | suppressed | gate |"
+    )
+    lines.append("|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|---:|:---|")
+    for rows in rows_list:
+        for kind in PATHS:
+            r = results.get((rows, kind))
+            if r is None:
+                continue
+            p = r["phases"]
+
+            def s(name, p=p):
+                return f"{p[name]['seconds']:.2f}" if name in p else ""
+
+            gen = s("generalize") or f"{s('generalize + write')} (+write)"
+            write = s("write") or "(fused)"
+            start = p.get("cluster start")
+            kind_text = kind + (f" (start {start['seconds']:.1f} s)" if start else "")
+            levels = "/".join(str(v) for v in r["levels"].values())
+            lines.append(
+                f"| {rows:,} | {kind_text} | {r['distinct']:,} | {s('ingest')} | {s('search')} | "
+                f"{gen} | {write} | {s('verify')} | {_total(r):.2f} | "
+                f"{_total(r) / rows * 1e6:.2f} | {r['peak_gib']:.2f} | {levels} | "
+                f"{r['suppressed']:,} | {'PASSED' if r['passed'] else 'BLOCKED'} |"
+            )
+    lines.append("")
+    lines.append("### Reading")
+    lines.append("")
+    lines.extend(reading(results, rows_list))
+    return "\n".join(lines) + "\n"
+
+
+def reading(results: dict, rows_list) -> list[str]:
+    out = []
+    best = None
+    big = max(rows_list)
+    for kind in PATHS:
+        r = results.get((big, kind))
+        if r and (best is None or _total(r) < _total(best[1])):
+            best = (kind, r)
+    if best:
+        kind, r = best
+        ok_t, ok_m = _total(r) <= 60, r["peak_gib"] <= 6
+        out.append(
+            f"- **Target at {big:,} rows (<= 60 s, <= 6 GiB on the best path): "
+            f"{'holds' if ok_t and ok_m else 'does not hold'}.** Best path {kind}: "
+            f"{_total(r):.1f} s end to end (read, search, generalize, write, verify), peak "
+            f"{r['peak_gib']:.2f} GiB, gate {'PASSED' if r['passed'] else 'BLOCKED'}."
+        )
+    for kind in PATHS:
+        a, b = results.get((1_000_000, kind)), results.get((10_000_000, kind))
+        if a and b:
+            ratio = _total(b) / _total(a)
+            out.append(
+                f"- Growth 1M -> 10M rows, {kind}: total x{ratio:.2f} for x10 rows "
+                f"({'no worse than linear' if ratio <= 10 else 'WORSE than linear'}); "
+                f"distinct tuples {a['distinct']:,} -> {b['distinct']:,}."
+            )
+    same = {}
+    for (rows, _kind), r in results.items():
+        same.setdefault(rows, set()).add((json.dumps(r["levels"]), r["suppressed"]))
+    agree = all(len(v) == 1 for v in same.values())
+    out.append(
+        f"- Same result on every path at every size (levels and suppressed records): "
+        f"{'yes' if agree else 'NO'}. Row-level identity of the releases (up to row order) is "
+        "checked by `tests/core/scale/test_scale_dask_cluster.py`, not here."
+    )
+    return out
+
+
+def upsert_section(path: Path, text: str) -> None:
+    """Replace this benchmark's section in ``path`` (or append it); keep every other one."""
+    current = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    lines = current.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == SECTION_HEADING), None)
+    new = text.rstrip("\n") + "\n"
+    if start is None:
+        body = current.rstrip("\n") + "\n\n" + new
+    else:
+        end = next(
+            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
+        )
+        after = "".join(lines[end:])
+        body = "".join(lines[:start]) + new + ("\n" + after if after else "")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".BENCHMARKS.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(body)
+    os.replace(tmp, path)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", nargs=3, metavar=("PATH", "DATA", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--rows", type=int, nargs="+", default=list(DEFAULT_ROWS))
+    ap.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
+    ap.add_argument(
+        "--pandas-max-rows",
+        type=int,
+        default=PANDAS_MAX_ROWS,
+        help="skip the pandas path above this many rows",
+    )
+    ap.add_argument("--data-dir", type=Path, default=Path("/tmp/privgate-scale-data"))
+    ap.add_argument("--blocksize", default="64MB")
+    ap.add_argument("--write", action="store_true", help=f"update {BENCHMARKS_MD.name}")
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(_child(*a.child, a.blocksize)))
+        return 0
+    before = os.getloadavg()
+    results = {}
+    for rows in a.rows:
+        data = ensure_table(rows, a.data_dir)
+        for kind in a.paths:
+            if kind == "pandas" and rows > a.pandas_max_rows:
+                continue
+            r = measure(kind, data, a.blocksize)
+            results[(rows, kind)] = r
+            print(
+                f"{rows:>10,} {kind:<13} total {_total(r):7.2f} s  peak {r['peak_gib']:.2f} "
+                f"GiB  " + ", ".join(f"{k} {v['seconds']:.2f}" for k, v in r["phases"].items()),
+                flush=True,
+            )
+    after = os.getloadavg()
+    text = section(
+        results,
+        a.rows,
+        ".venv/bin/python benchmarks/scale_dask.py "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        before,
+        after,
+        a.blocksize,
+    )
+    print(text)
+    if a.write:
+        upsert_section(BENCHMARKS_MD, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""Apply a chosen generalization to every partition: labels for QIs, failing classes removed.
+
+The search returns levels; which rows are suppressed follows from them: a row is suppressed
+when its class (its generalized QI tuple) fails a privacy model. A
+:class:`GeneralizationPlan` carries what a partition needs to decide that on its own: each QI's
+global dictionary, the level-code map and labels at the chosen level, and the sorted keys of
+the failing classes. No per-row array crosses partitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from core.anonymize._datafly import failing_tuples
+from core.encoding import FrequencySet
+from core.exceptions import HierarchyError
+from core.privacy import PrivacyModel
+from core.scale._dictionary import DICTIONARIES
+
+__all__ = ["GeneralizationPlan", "generalize_frame", "generalize_partition", "plan_generalization"]
+
+
+@dataclass(frozen=True)
+class GeneralizationPlan:
+    """Everything a partition needs to produce its share of the release.
+
+    Attributes
+    ----------
+    quasi_identifiers : tuple of str
+    values : tuple of ndarray
+        Per QI, the global dictionary (sorted distinct level-0 values).
+    level_codes : tuple of ndarray of int32
+        Per QI, the generalized code of each dictionary entry at the chosen level.
+    labels : tuple of ndarray of object
+        Per QI, the text of each generalized code.
+    failing_keys : ndarray of int64
+        Sorted mixed-radix keys (radix = number of labels) of the classes to suppress.
+    released_columns : tuple of str
+    levels : dict of str to int
+    suppressed : int
+        Records the plan suppresses over the whole table.
+    """
+
+    quasi_identifiers: tuple[str, ...]
+    values: tuple[np.ndarray, ...]
+    level_codes: tuple[np.ndarray, ...]
+    labels: tuple[np.ndarray, ...]
+    failing_keys: np.ndarray
+    released_columns: tuple[str, ...]
+    levels: dict[str, int] = field(default_factory=dict)
+    suppressed: int = 0
+
+    @property
+    def radices(self) -> list[int]:
+        return [len(lab) for lab in self.labels]
+
+
+def _check_key_space(radices: Sequence[int]) -> None:
+    if float(np.prod(radices, dtype=float)) >= 2.0**62:
+        raise NotImplementedError(
+            "the generalized QI space is larger than 2**62 classes; the dask path keys classes "
+            "by one int64"
+        )
+
+
+def plan_generalization(
+    freq: FrequencySet,
+    levels: Mapping[str, int],
+    models: Sequence[PrivacyModel],
+    released_columns: Sequence[str],
+    dictionaries: Sequence[np.ndarray] | None = None,
+) -> GeneralizationPlan:
+    """The plan for ``levels`` on ``freq`` (suppressing every class that fails a model).
+
+    ``dictionaries`` are the QIs' raw distinct values behind the level-0 codes; by default
+    those :func:`frequency_set_from_histogram` left in ``freq.cache``, else the level-0 labels.
+    """
+    table = freq.table
+    if dictionaries is None:
+        dictionaries = freq.cache.get(DICTIONARIES) or tuple(c.labels[0] for c in table.columns)
+    level_list = [int(levels[c.name]) for c in table.columns]
+    failing = failing_tuples(freq, level_list, models)
+    generalized = freq.generalized_codes(level_list)[failing]
+    radices = [c.distinct_at(lvl) for c, lvl in zip(table.columns, level_list, strict=True)]
+    _check_key_space(radices)
+    key = np.zeros(len(generalized), dtype=np.int64)
+    for j, radix in enumerate(radices):
+        key = key * radix + generalized[:, j]
+    return GeneralizationPlan(
+        quasi_identifiers=tuple(table.names),
+        values=tuple(np.asarray(d, dtype=object) for d in dictionaries),
+        level_codes=tuple(
+            c.level_maps[lvl].astype(np.int32)
+            for c, lvl in zip(table.columns, level_list, strict=True)
+        ),
+        labels=tuple(c.labels[lvl] for c, lvl in zip(table.columns, level_list, strict=True)),
+        failing_keys=np.unique(key),
+        released_columns=tuple(released_columns),
+        levels=dict(zip(table.names, level_list, strict=True)),
+        suppressed=int(freq.counts[failing].sum()),
+    )
+
+
+def _global_codes(series: pd.Series, values: np.ndarray, name: str) -> np.ndarray:
+    """Codes of a partition's cells in the global dictionary ``values`` (level-0 text)."""
+    position = {v: i for i, v in enumerate(values.tolist())}
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        local, categories = series.cat.codes.to_numpy(), series.cat.categories.tolist()
+    else:
+        local, uniques = pd.factorize(series, use_na_sentinel=True)
+        categories = list(uniques)
+    unknown = [c for c in categories if c not in position]
+    if unknown:
+        raise HierarchyError(
+            f"column {name!r}: value(s) {unknown[:5]} not in the dictionary built at ingest (the "
+            "input changed between reading passes?)"
+        )
+    if (local < 0).any():
+        raise HierarchyError(
+            f"column {name!r}: missing value(s) in a quasi-identifier; a hierarchy cannot "
+            "generalize a missing cell"
+        )
+    lut = np.fromiter((position[c] for c in categories), np.int32, len(categories))
+    return lut[local]
+
+
+def generalize_partition(
+    frame: pd.DataFrame, plan: GeneralizationPlan, shuffle_seed: int | None = None
+) -> pd.DataFrame:
+    """One partition of the release: QIs as categorical labels, failing classes removed.
+
+    ``shuffle_seed`` permutes the partition's kept rows (seeded; the caller varies it per
+    partition) so that their order within the partition reveals nothing.
+    """
+    key = np.zeros(len(frame), dtype=np.int64)
+    generalized = []
+    for name, values, codes, radix in zip(
+        plan.quasi_identifiers, plan.values, plan.level_codes, plan.radices, strict=True
+    ):
+        level = codes[_global_codes(frame[name], values, name)]
+        generalized.append(level)
+        key *= radix
+        key += level
+    keep = np.ones(len(frame), dtype=bool)
+    if len(plan.failing_keys):
+        at = np.searchsorted(plan.failing_keys, key)
+        at[at == len(plan.failing_keys)] = 0
+        keep = plan.failing_keys[at] != key
+    rows = np.flatnonzero(keep)
+    if shuffle_seed is not None:
+        rows = rows[np.random.default_rng(shuffle_seed).permutation(len(rows))]
+    by_name = dict(zip(plan.quasi_identifiers, range(len(generalized)), strict=True))
+    out = {}
+    for name in plan.released_columns:
+        if name in by_name:
+            j = by_name[name]
+            out[name] = pd.Categorical.from_codes(
+                generalized[j][rows], categories=_categories(plan.labels[j])
+            )
+        else:
+            out[name] = frame[name].iloc[rows].to_numpy()
+            if isinstance(frame[name].dtype, pd.CategoricalDtype):
+                out[name] = pd.Categorical(out[name], dtype=frame[name].dtype)
+    return pd.DataFrame(out, index=pd.RangeIndex(len(rows)))
+
+
+def _categories(labels: np.ndarray) -> pd.Index:
+    return pd.Index([str(v) for v in labels.tolist()], dtype="str")
+
+
+def _meta(frame, plan: GeneralizationPlan) -> pd.DataFrame:
+    by_name = dict(zip(plan.quasi_identifiers, plan.labels, strict=True))
+    meta = {}
+    for name in plan.released_columns:
+        if name in by_name:
+            dtype = pd.CategoricalDtype(_categories(by_name[name]))
+            meta[name] = pd.Series(pd.Categorical([], dtype=dtype))
+        else:
+            meta[name] = frame._meta[name].iloc[:0]
+    return pd.DataFrame(meta)
+
+
+def _apply(frame, plan, shuffle_seed, partition_info=None):
+    seed = None
+    if shuffle_seed is not None:
+        number = partition_info["number"] if partition_info else 0
+        seed = int(np.random.SeedSequence([shuffle_seed, number]).generate_state(1)[0])
+    return generalize_partition(frame, plan, seed)
+
+
+def generalize_frame(frame, plan: GeneralizationPlan, shuffle_seed: int | None = None):
+    """The release as a lazy dask DataFrame (``map_partitions`` of :func:`generalize_partition`).
+
+    Partitions keep the input's order; with ``shuffle_seed`` the rows within each partition are
+    permuted with a seed derived from ``shuffle_seed`` and the partition number.
+    """
+    return frame.map_partitions(
+        _apply, plan, shuffle_seed, meta=_meta(frame, plan), align_dataframes=False
+    )

@@ -1,0 +1,106 @@
+"""Global dictionaries: the merged histogram turned into the engine's own encoded table.
+
+Each quasi-identifier's global dictionary is its sorted distinct values over the whole table
+(the union of the partitions' dictionaries, see :mod:`core.scale._histogram`). Each distinct
+value is mapped through the hierarchy once, exactly as :func:`core.encoding.encode_table`
+maps a column's distinct values, so the level maps, labels and domain sizes are the ones a
+one-machine run builds, and the :class:`~core.encoding.FrequencySet` is the same array for array
+(same codes, same tuple order, same counts). The lattice search then runs on it unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from core.encoding import EncodedTable, FrequencySet, _encode_qi
+from core.exceptions import HierarchyError
+from core.hierarchy import Hierarchy
+from core.scale._histogram import PartialHistogram
+
+__all__ = ["DICTIONARIES", "frequency_set_from_histogram"]
+
+#: Key in ``FrequencySet.cache`` of the QIs' global dictionaries (raw sorted distinct values).
+DICTIONARIES = "scale_dictionaries"
+
+
+def frequency_set_from_histogram(
+    histogram: PartialHistogram,
+    hierarchies: Mapping[str, Hierarchy],
+    sensitive: Sequence[str] = (),
+) -> FrequencySet:
+    """The frequency set of a whole table from its merged histogram.
+
+    Parameters
+    ----------
+    histogram : PartialHistogram
+        Over the columns ``[*hierarchies, *sensitive]``, in that order.
+    hierarchies : mapping of str to Hierarchy
+        One per quasi-identifier, in QI order.
+    sensitive : sequence of str
+
+    Returns
+    -------
+    FrequencySet
+        Equal to ``encode_table(df, hierarchies, sensitive).frequency_set()`` of the full table
+        except that no per-row array is kept: ``row_to_tuple`` and the columns' ``codes`` are
+        empty (the rows stay in their partitions; see :mod:`core.scale._apply`). The QIs'
+        global dictionaries are in ``cache[DICTIONARIES]``.
+
+    Raises
+    ------
+    HierarchyError
+        A quasi-identifier has missing cells or values its hierarchy does not cover.
+    """
+    qis = list(hierarchies)
+    sensitive = list(sensitive)
+    if list(histogram.columns) != qis + sensitive:
+        raise ValueError(
+            f"histogram columns {list(histogram.columns)} are not the QIs then the sensitive "
+            f"columns {qis + sensitive}"
+        )
+    q = len(qis)
+    columns = []
+    for j, name in enumerate(qis):
+        missing = int(histogram.counts[histogram.tuples[:, j] < 0].sum())
+        if missing:
+            raise HierarchyError(
+                f"column {name!r}: {missing} missing value(s) in a quasi-identifier; a "
+                "hierarchy cannot generalize a missing cell"
+            )
+        # The distinct values as a column of their own: the same hierarchy mapping as
+        # encode_table's, applied once per distinct value instead of once per table.
+        encoded = _encode_qi(name, histogram.values[j], hierarchies[name])
+        columns.append(replace(encoded, codes=np.zeros(0, dtype=np.int32)))
+    parts = [histogram.tuples[:, j].astype(np.int64) for j in range(q)]
+    sensitive_values = {}
+    for i, name in enumerate(sensitive):
+        codes = histogram.tuples[:, q + i].astype(np.int64)
+        values = histogram.values[q + i]
+        if (codes < 0).any():  # a missing sensitive value is a value of its own, listed last
+            codes = np.where(codes < 0, len(values), codes)
+            values = np.append(values, np.array([None], dtype=object))
+        parts.append(codes)
+        sensitive_values[name] = values
+    table = EncodedTable(
+        columns,
+        {name: np.zeros(0, dtype=np.int32) for name in sensitive},
+        sensitive_values,
+        n_rows=histogram.n_rows,
+    )
+    matrix = np.column_stack(parts) if parts else np.empty((len(histogram.counts), 0), np.int64)
+    order = np.lexsort(matrix.T[::-1]) if matrix.shape[1] else np.arange(len(matrix))
+    matrix = matrix[order]
+    freq = FrequencySet(
+        table=table,
+        qi_codes=matrix[:, :q],
+        sensitive=matrix[:, q:],
+        counts=histogram.counts[order].astype(np.int64),
+        row_to_tuple=np.zeros(0, dtype=np.int64),
+    )
+    # The raw distinct values behind the level-0 codes (labels[0] is their text form), which
+    # the partitions need to find a cell's code when the generalization is applied.
+    freq.cache[DICTIONARIES] = tuple(histogram.values[:q])
+    return freq

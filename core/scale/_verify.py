@@ -1,0 +1,134 @@
+"""Verify a written, partitioned release the way the gate does, without loading it whole.
+
+Each partition of the release, read back from disk, is summarized by the distinct tuples of its
+QI and sensitive cells *as text* with their counts (:func:`partition_histogram` with
+``text=True``); the summaries are summed along a tree; the merged tuples are grouped by their
+QI part into equivalence classes. The class statistics are :class:`~core.encoding.ClassStats`
+built as :func:`core.gate.class_stats_of` builds them (a missing cell is a value of its own,
+sensitive values sorted with a missing value last), and the verdict applies the same checks and
+the same models' ``achieved``/``holds`` as :func:`core.gate.verify_table`, so the decision and
+its measurements are the gate's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import dask.dataframe as dd
+import numpy as np
+
+from core.encoding import ClassStats
+from core.gate import GateDecision
+from core.privacy import PrivacyModel
+from core.scale._frequency import histogram_of
+from core.scale._histogram import PartialHistogram
+
+__all__ = ["class_stats_from_histogram", "verify_parquet_release"]
+
+
+def class_stats_from_histogram(histogram: PartialHistogram, n_quasi_identifiers: int) -> ClassStats:
+    """Equivalence classes over the first ``n_quasi_identifiers`` columns of ``histogram``;
+    the remaining columns are sensitive."""
+    q = n_quasi_identifiers
+    n = len(histogram.counts)
+    if histogram.n_rows == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return ClassStats(empty, {}, {}, {})
+    key = np.zeros(n, dtype=np.int64)
+    space = 1
+    for j in range(q):
+        radix = len(histogram.values[j]) + 1  # one more code for a missing cell
+        if space * radix >= 2**62:
+            key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            space = int(key.max()) + 1
+        key = key * radix + (histogram.tuples[:, j].astype(np.int64) + 1)
+        space *= radix
+    _, class_ids = np.unique(key, return_inverse=True)
+    class_ids = class_ids.reshape(-1)
+    n_classes = int(class_ids.max()) + 1 if n else 0
+    sens_codes, sens_values = {}, {}
+    for i, name in enumerate(histogram.columns[q:]):
+        codes = histogram.tuples[:, q + i].astype(np.int64)
+        values = histogram.values[q + i]
+        if (codes < 0).any():
+            codes = np.where(codes < 0, len(values), codes)
+            values = np.append(values, np.array([None], dtype=object))
+        sens_codes[name] = codes
+        sens_values[name] = values
+    weights = histogram.counts.astype(np.float64)
+    return ClassStats.from_labels(class_ids, n_classes, weights, sens_codes, sens_values)
+
+
+def verify_parquet_release(
+    path: str | Path,
+    quasi_identifiers: Sequence[str],
+    models: Sequence[PrivacyModel],
+    *,
+    input_rows: int | None = None,
+    suppression_limit: float = 0.0,
+    expected_columns: Sequence[str] | None = None,
+    forbidden_columns: Sequence[str] = (),
+) -> GateDecision:
+    """The gate's decision on a partitioned Parquet release (a folder of part files).
+
+    Same parameters and result as :func:`core.gate.verify_table`; the release is read back
+    from ``path`` partition by partition on the active dask scheduler. An unreadable release
+    is a blocked release.
+    """
+    try:
+        frame = dd.read_parquet(str(path))
+        present = list(frame.columns)
+    except Exception as exc:  # any reader failure means the release is unreadable
+        return GateDecision(False, [f"cannot read release {path}: {exc}"], {})
+    reasons: list[str] = []
+    leaked = [c for c in forbidden_columns if c in present]
+    if leaked:
+        reasons.append(f"direct identifier column(s) present in the release: {leaked}")
+    if expected_columns is not None:
+        extra = [c for c in present if c not in expected_columns]
+        missing = [c for c in expected_columns if c not in present]
+        if extra:
+            reasons.append(f"undeclared column(s) in the release: {extra}")
+        if missing:
+            reasons.append(f"column(s) missing from the release: {missing}")
+    absent_qi = [q for q in quasi_identifiers if q not in present]
+    sensitive = sorted({m.column for m in models if hasattr(m, "column")})
+    absent_sa = [s for s in sensitive if s not in present]
+    if absent_qi or absent_sa:
+        reasons.append(f"cannot verify: columns not in the release: {absent_qi + absent_sa}")
+        return GateDecision(False, reasons, {})
+    try:
+        histogram = histogram_of(frame, [*quasi_identifiers, *sensitive], text=True)
+    except Exception as exc:
+        return GateDecision(False, [f"cannot read release {path}: {exc}"], {})
+    n_rows = histogram.n_rows
+    measurements: dict = {"rows": n_rows}
+    if n_rows == 0:
+        reasons.append("the release has no rows")
+    if input_rows is not None:
+        suppressed = input_rows - n_rows
+        allowed = math.floor(suppression_limit * input_rows + 1e-9)
+        measurements.update(
+            suppressed=suppressed, suppression_allowed=allowed, input_rows=input_rows
+        )
+        if suppressed < 0:
+            reasons.append(f"the release has more rows ({n_rows}) than the input ({input_rows})")
+        elif suppressed > allowed:
+            reasons.append(
+                f"{suppressed} records suppressed, more than the limit of {allowed} "
+                f"({suppression_limit:.2%} of {input_rows})"
+            )
+    stats = class_stats_from_histogram(histogram, len(quasi_identifiers))
+    measurements["classes"] = len(stats.sizes)
+    measurements["min_class_size"] = int(stats.sizes.min()) if len(stats.sizes) else 0
+    measurements["average_class_size"] = float(stats.sizes.mean()) if len(stats.sizes) else 0.0
+    achieved: dict[str, float] = {}
+    for model in models:
+        level = model.achieved(stats) if len(stats.sizes) else float("nan")
+        achieved[str(model)] = level
+        if len(stats.sizes) and not model.holds(level):
+            reasons.append(f"{model} not met: the release reaches {level:g}")
+    measurements["achieved"] = achieved
+    return GateDecision(not reasons, reasons, measurements)

@@ -1,0 +1,191 @@
+"""The release on dask: frequency set -> search -> generalize + write -> verify -> publish.
+
+For tables larger than one machine's memory. Every task runs on a dask cluster through
+prefect-dask's :class:`DaskTaskRunner` (a local cluster of ``n_workers`` processes by default,
+or an existing scheduler given by ``scheduler_address``); the tasks that touch rows
+(frequency set, generalize + write, verify) fan their partitions out over the same cluster
+with :func:`prefect_dask.get_dask_client`, and only the lattice search runs on one worker, on
+the merged frequency set. The release is a folder of Parquet parts, published (renamed into
+place) only once the gate passed on the parts as written. See :mod:`core.scale`.
+
+Run it as a script (the ``__main__`` guard matters: the local cluster's worker processes
+re-import this module)::
+
+    .venv/bin/python -m flows.scale policies/adult.yaml /tmp/adult_release --k 5
+    .venv/bin/python -m flows.scale POLICY OUT --scheduler-address tcp://10.0.0.5:8786
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.logging import get_run_logger
+from prefect_dask import DaskTaskRunner, get_dask_client
+
+from core.encoding import FrequencySet
+from core.gate import GateDecision
+from core.policy import ReleasePolicy, load_policy
+from core.scale import (
+    GeneralizationPlan,
+    frequency_stage,
+    publish_stage,
+    search_stage,
+    verify_stage,
+    write_stage,
+)
+
+__all__ = ["make_task_runner", "run_scale_release", "scale_release_flow"]
+
+
+def make_task_runner(
+    scheduler_address: str | None = None, n_workers: int = 2, memory_limit: str = "auto"
+) -> DaskTaskRunner:
+    """A runner on an existing scheduler, or on a new local cluster of ``n_workers``
+    single-threaded worker processes (the pandas/numpy work in a partition holds the GIL)."""
+    if scheduler_address:
+        return DaskTaskRunner(address=scheduler_address)
+    return DaskTaskRunner(
+        cluster_kwargs={
+            "n_workers": n_workers,
+            "threads_per_worker": 1,
+            "processes": True,
+            "memory_limit": memory_limit,
+            "dashboard_address": None,
+        }
+    )
+
+
+@task(name="frequency-set", cache_policy=NO_CACHE)
+def frequency_task(policy: ReleasePolicy, blocksize: str) -> FrequencySet:
+    with get_dask_client():
+        freq = frequency_stage(policy, blocksize)
+    get_run_logger().info(
+        "frequency set: %d rows, %d distinct tuples", freq.table.n_rows, len(freq.counts)
+    )
+    return freq
+
+
+@task(name="search", cache_policy=NO_CACHE)
+def search_task(freq: FrequencySet, policy: ReleasePolicy) -> tuple[GeneralizationPlan, dict]:
+    plan, result = search_stage(freq, policy)
+    get_run_logger().info(
+        "search: %s chose %s; %d records suppressed",
+        result.algorithm,
+        plan.levels,
+        plan.suppressed,
+    )
+    return plan, dict(result.details)
+
+
+@task(name="generalize-write", cache_policy=NO_CACHE)
+def write_task(
+    plan: GeneralizationPlan,
+    policy: ReleasePolicy,
+    staging: str,
+    blocksize: str,
+    shuffle_seed: int | None,
+) -> str:
+    with get_dask_client():
+        return str(write_stage(plan, policy, staging, blocksize, shuffle_seed))
+
+
+@task(name="verify-and-gate", cache_policy=NO_CACHE)
+def verify_task(staging: str, policy: ReleasePolicy, input_rows: int) -> GateDecision:
+    with get_dask_client():
+        decision = verify_stage(staging, policy, input_rows)
+    get_run_logger().info("gate: %s", decision.summary)
+    return decision
+
+
+@flow(name="privgate-scale-release", task_runner=make_task_runner())
+def scale_release_flow(
+    policy_path: str,
+    output: str,
+    k: int | None = None,
+    suppression_limit: float | None = None,
+    input_path: str | None = None,
+    blocksize: str = "64MB",
+    shuffle_seed: int | None = 0,
+) -> dict:
+    """Anonymize the policy's input on the flow's dask cluster into the Parquet folder
+    ``output`` (which must not exist). Returns the gate's decision, levels and search facts.
+
+    Raises ``GateBlockedError`` (the flow run fails, nothing is published) when the gate
+    blocks the written release.
+    """
+    overrides = {
+        "privacy.k": k,
+        "privacy.suppression_limit": suppression_limit,
+        "input.path": input_path,
+    }
+    policy = load_policy(policy_path)
+    overrides = {key: value for key, value in overrides.items() if value is not None}
+    if overrides:
+        policy = policy.with_overrides(**overrides)
+    out = Path(output)
+    if out.exists():
+        raise FileExistsError(f"release folder already exists: {out}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = str(out.with_name(f".{out.name}.{os.getpid()}.tmp"))
+
+    freq = frequency_task.submit(policy, blocksize).result()
+    plan, details = search_task.submit(freq, policy).result()
+    written = write_task.submit(plan, policy, staging, blocksize, shuffle_seed).result()
+    decision = verify_task.submit(written, policy, freq.table.n_rows).result()
+    publish_stage(written, out, decision)
+    return {
+        "output": str(out),
+        "passed": decision.passed,
+        "gate": decision.to_dict(),
+        "levels": plan.levels,
+        "input_rows": freq.table.n_rows,
+        "suppressed": plan.suppressed,
+        "search": details,
+    }
+
+
+def run_scale_release(
+    policy_path: str,
+    output: str,
+    *,
+    scheduler_address: str | None = None,
+    n_workers: int = 2,
+    **parameters,
+) -> dict:
+    """Run :func:`scale_release_flow` on an existing scheduler or on a new local cluster."""
+    runner = make_task_runner(scheduler_address, n_workers)
+    return scale_release_flow.with_options(task_runner=runner)(policy_path, output, **parameters)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("policy")
+    parser.add_argument("output", help="release folder (Parquet parts); must not exist")
+    parser.add_argument("--k", type=int)
+    parser.add_argument("--suppression-limit", type=float)
+    parser.add_argument("--input", dest="input_path")
+    parser.add_argument("--blocksize", default="64MB")
+    parser.add_argument("--scheduler-address", help="an existing dask scheduler (tcp://...)")
+    parser.add_argument("--workers", type=int, default=2, help="local cluster size")
+    a = parser.parse_args(argv)
+    result = run_scale_release(
+        a.policy,
+        a.output,
+        scheduler_address=a.scheduler_address,
+        n_workers=a.workers,
+        k=a.k,
+        suppression_limit=a.suppression_limit,
+        input_path=a.input_path,
+        blocksize=a.blocksize,
+    )
+    print(f"gate: {'PASSED' if result['passed'] else 'BLOCKED'}; release: {result['output']}")
+    return 0 if result["passed"] else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
