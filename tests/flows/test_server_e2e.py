@@ -154,19 +154,33 @@ def test_quick_run_completes_and_publishes(server, served):
     assert (releases[0] / "release.csv").is_file() and (releases[0] / "manifest.json").is_file()
 
 
-def test_failed_run_retried_after_the_fix_reuses_finished_stages(server, served, tmp_path):
-    """The output folder is blocked by a file, so staging fails after the search; once the
-    file is removed, `prefect flow-run retry` reruns the same flow run, and the stages before
-    the failure are not executed again."""
+def _write_policy(path: Path, max_loss: float) -> None:
+    """Adult's policy with absolute paths and a utility threshold on the total loss."""
+    import yaml
+
+    from core.policy import load_policy
+
+    data = load_policy(REPO / "policies" / "adult.yaml").model_dump(mode="json")
+    data["utility"] = {"clusters": [], "clustering": [], "thresholds": {"max_loss": max_loss}}
+    data["algorithm"] = {"name": "optimal"}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_stages(
+    server, served, tmp_path
+):
+    """The policy demands an unreachable utility (total loss <= 0.01): the run fails at the
+    utility gate. The data owner relaxes the threshold in the policy file; `prefect flow-run
+    retry` reruns the same flow run, and the stages before the gate are not executed again
+    (the utility measurement is keyed without its thresholds, so it is reused too)."""
     api = server["api"]
     deployment_id = served["deployment"]["id"]
     output = tmp_path / "out"
-    output.mkdir()
-    blocker = output / "adult"
-    blocker.write_text("not a folder")  # the release folder's parent cannot be created
+    policy = tmp_path / "adult-utility.yaml"
+    _write_policy(policy, max_loss=0.01)
     parameters = {
         "parameters": {
-            "policy_path": "policies/adult.yaml",
+            "policy_path": str(policy),
             "k": 6,
             "overrides": {"output.directory": str(output)},
         }
@@ -180,12 +194,12 @@ def test_failed_run_retried_after_the_fix_reuses_finished_stages(server, served,
     run_id = created.json()["id"]
     failed = _wait_terminal(api, run_id)
     assert failed["state"]["type"] == "FAILED"
+    assert "utility gate blocked" in failed["state"]["message"], failed["state"]
     first = {t["name"].rsplit("-", 1)[0]: t["state"]["name"] for t in _task_runs(api, run_id)}
-    # The search ran (k=6 is new); ingest and validation may come from the earlier run.
-    assert first["anonymize"] == "Completed", first
-    assert first["verify-and-gate"] == "Failed", first
+    assert first["anonymize"] == "Completed", first  # k=6 is new: the search ran
+    assert not (output / "adult").exists() or not list((output / "adult").glob("*/manifest.json"))
 
-    blocker.unlink()  # the fix
+    _write_policy(policy, max_loss=0.9)  # the fix
     prefect = str(Path(sys.executable).with_name("prefect"))
     subprocess.run(
         [prefect, "flow-run", "retry", run_id], env=server["env"], check=True,
@@ -196,13 +210,13 @@ def test_failed_run_retried_after_the_fix_reuses_finished_stages(server, served,
     assert retried["run_count"] >= 2
     runs = _task_runs(api, run_id)
     names = [t["name"].rsplit("-", 1)[0] for t in runs]
-    for stage in ("ingest", "validate", "anonymize"):
+    for stage in ("ingest", "validate", "anonymize", "utility"):
         states = [t["state"]["name"] for t in runs if t["name"].rsplit("-", 1)[0] == stage]
         # Never executed twice: the retry takes the persisted result.
         assert states.count("Completed") <= 1 and states[-1] == "Cached", (stage, states, names)
     anonymize = [t["state"]["name"] for t in runs if t["name"].startswith("anonymize")]
     assert anonymize.count("Completed") == 1, anonymize
-    releases = [p for p in (output / "adult").iterdir() if p.is_dir()]
+    releases = [m.parent for m in (output / "adult").glob("*/manifest.json")]
     assert len(releases) == 1
     shutil.rmtree(output)
 
