@@ -109,7 +109,9 @@ def test_gate_blocks_a_release_that_is_not_k_anonymous(
 
     monkeypatch.setattr(stages, "anonymize", lying_anonymize)
     with pytest.raises(GateBlockedError, match="5-anonymity not met") as info:
-        _run(tmp_path)
+        # A suppression limit no other test uses: the liar's persisted result must not be
+        # reused by another test's run.
+        _run(tmp_path, overrides={"privacy.suppression_limit": 0.0199})
     assert info.value.decision.passed is False
     assert info.value.decision.measurements["min_class_size"] == 1
     assert _published(tmp_path) == [] and _leftovers(tmp_path) == []
