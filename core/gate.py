@@ -21,7 +21,16 @@ from core.exceptions import VerificationError
 from core.privacy import PrivacyModel
 from core.textcsv import read_text_columns
 
-__all__ = ["GateDecision", "class_stats_of", "read_release", "verify_release", "verify_table"]
+__all__ = [
+    "GateDecision",
+    "check_columns",
+    "class_stats_of",
+    "decide",
+    "read_release",
+    "sensitive_columns_of",
+    "verify_release",
+    "verify_table",
+]
 
 
 @dataclass(frozen=True)
@@ -164,10 +173,33 @@ def verify_table(
     forbidden_columns : sequence of str
         Direct identifiers: their presence blocks the release whatever else holds.
     """
-    reasons: list[str] = []
+    reasons = check_columns(
+        list(release), quasi_identifiers, models, expected_columns, forbidden_columns
+    )
     n_rows = _n_rows(release)
-    measurements: dict = {"rows": n_rows}
-    present = list(release)
+    if any(r.startswith("cannot verify") for r in reasons):
+        return GateDecision(False, reasons, {"rows": n_rows})
+    stats = class_stats_of(release, quasi_identifiers, sensitive_columns_of(models))
+    return decide(stats, n_rows, models, reasons, input_rows, suppression_limit)
+
+
+def sensitive_columns_of(models: Sequence[PrivacyModel]) -> list[str]:
+    """The sensitive columns the models read, sorted."""
+    return sorted({m.column for m in models if hasattr(m, "column")})
+
+
+def check_columns(
+    present: Sequence[str],
+    quasi_identifiers: Sequence[str],
+    models: Sequence[PrivacyModel],
+    expected_columns: Sequence[str] | None = None,
+    forbidden_columns: Sequence[str] = (),
+) -> list[str]:
+    """Reasons to block found in the release's column list alone.
+
+    A reason starting with ``cannot verify`` means a column the checks need is absent.
+    """
+    reasons: list[str] = []
     leaked = [c for c in forbidden_columns if c in present]
     if leaked:
         reasons.append(f"direct identifier column(s) present in the release: {leaked}")
@@ -178,12 +210,28 @@ def verify_table(
             reasons.append(f"undeclared column(s) in the release: {extra}")
         if missing:
             reasons.append(f"column(s) missing from the release: {missing}")
-    absent_qi = [q for q in quasi_identifiers if q not in present]
-    sensitive = sorted({m.column for m in models if hasattr(m, "column")})
-    absent_sa = [s for s in sensitive if s not in present]
-    if absent_qi or absent_sa:
-        reasons.append(f"cannot verify: columns not in the release: {absent_qi + absent_sa}")
-        return GateDecision(False, reasons, measurements)
+    needed = [*quasi_identifiers, *sensitive_columns_of(models)]
+    absent = [c for c in needed if c not in present]
+    if absent:
+        reasons.append(f"cannot verify: columns not in the release: {absent}")
+    return reasons
+
+
+def decide(
+    stats: ClassStats,
+    n_rows: int,
+    models: Sequence[PrivacyModel],
+    reasons: Sequence[str] = (),
+    input_rows: int | None = None,
+    suppression_limit: float = 0.0,
+) -> GateDecision:
+    """The decision from a release's equivalence classes (however they were counted).
+
+    Shared by the in-memory gate and the distributed one, so that both reach the same verdict
+    and the same measurements from the same class statistics.
+    """
+    reasons = list(reasons)
+    measurements: dict = {"rows": n_rows}
     if n_rows == 0:
         reasons.append("the release has no rows")
     if input_rows is not None:
@@ -199,7 +247,6 @@ def verify_table(
                 f"{suppressed} records suppressed, more than the limit of {allowed} "
                 f"({suppression_limit:.2%} of {input_rows})"
             )
-    stats = class_stats_of(release, quasi_identifiers, sensitive)
     measurements["classes"] = len(stats.sizes)
     measurements["min_class_size"] = int(stats.sizes.min()) if len(stats.sizes) else 0
     measurements["average_class_size"] = float(stats.sizes.mean()) if len(stats.sizes) else 0.0

@@ -12,7 +12,6 @@ its measurements are the gate's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import dask.dataframe as dd
 import numpy as np
 
 from core.encoding import ClassStats
-from core.gate import GateDecision
+from core.gate import GateDecision, check_columns, decide, sensitive_columns_of
 from core.privacy import PrivacyModel
 from core.scale._frequency import histogram_of
 from core.scale._histogram import PartialHistogram
@@ -82,53 +81,13 @@ def verify_parquet_release(
         present = list(frame.columns)
     except Exception as exc:  # any reader failure means the release is unreadable
         return GateDecision(False, [f"cannot read release {path}: {exc}"], {})
-    reasons: list[str] = []
-    leaked = [c for c in forbidden_columns if c in present]
-    if leaked:
-        reasons.append(f"direct identifier column(s) present in the release: {leaked}")
-    if expected_columns is not None:
-        extra = [c for c in present if c not in expected_columns]
-        missing = [c for c in expected_columns if c not in present]
-        if extra:
-            reasons.append(f"undeclared column(s) in the release: {extra}")
-        if missing:
-            reasons.append(f"column(s) missing from the release: {missing}")
-    absent_qi = [q for q in quasi_identifiers if q not in present]
-    sensitive = sorted({m.column for m in models if hasattr(m, "column")})
-    absent_sa = [s for s in sensitive if s not in present]
-    if absent_qi or absent_sa:
-        reasons.append(f"cannot verify: columns not in the release: {absent_qi + absent_sa}")
+    reasons = check_columns(present, quasi_identifiers, models, expected_columns, forbidden_columns)
+    if any(r.startswith("cannot verify") for r in reasons):
         return GateDecision(False, reasons, {})
+    sensitive = sensitive_columns_of(models)
     try:
         histogram = histogram_of(frame, [*quasi_identifiers, *sensitive], text=True)
     except Exception as exc:
         return GateDecision(False, [f"cannot read release {path}: {exc}"], {})
-    n_rows = histogram.n_rows
-    measurements: dict = {"rows": n_rows}
-    if n_rows == 0:
-        reasons.append("the release has no rows")
-    if input_rows is not None:
-        suppressed = input_rows - n_rows
-        allowed = math.floor(suppression_limit * input_rows + 1e-9)
-        measurements.update(
-            suppressed=suppressed, suppression_allowed=allowed, input_rows=input_rows
-        )
-        if suppressed < 0:
-            reasons.append(f"the release has more rows ({n_rows}) than the input ({input_rows})")
-        elif suppressed > allowed:
-            reasons.append(
-                f"{suppressed} records suppressed, more than the limit of {allowed} "
-                f"({suppression_limit:.2%} of {input_rows})"
-            )
     stats = class_stats_from_histogram(histogram, len(quasi_identifiers))
-    measurements["classes"] = len(stats.sizes)
-    measurements["min_class_size"] = int(stats.sizes.min()) if len(stats.sizes) else 0
-    measurements["average_class_size"] = float(stats.sizes.mean()) if len(stats.sizes) else 0.0
-    achieved: dict[str, float] = {}
-    for model in models:
-        level = model.achieved(stats) if len(stats.sizes) else float("nan")
-        achieved[str(model)] = level
-        if len(stats.sizes) and not model.holds(level):
-            reasons.append(f"{model} not met: the release reaches {level:g}")
-    measurements["achieved"] = achieved
-    return GateDecision(not reasons, reasons, measurements)
+    return decide(stats, histogram.n_rows, models, reasons, input_rows, suppression_limit)
