@@ -538,6 +538,40 @@ def _resolve_paths(policy: ReleasePolicy, base: Path) -> ReleasePolicy:
     return ReleasePolicy.model_validate(data)
 
 
+class _DuplicateKeyError(yaml.YAMLError):
+    """A mapping repeats a key: YAML requires unique keys, PyYAML silently keeps the last one."""
+
+    def __init__(self, key: object, first_line: int, line: int) -> None:
+        super().__init__(f"duplicate key {key!r} on line {line} (first on line {first_line})")
+        self.key, self.first_line, self.line = key, first_line, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key repeated in one mapping (merge keys may override).
+
+    With ``yaml.safe_load`` a column declared twice silently keeps only its last declaration:
+    ``person_id: {role: identifier}`` followed by ``person_id: {role: insensitive}`` would
+    release the identifier.
+    """
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[object, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue  # SafeLoader reports an unhashable key itself
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise _DuplicateKeyError(key, seen[key], line)
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_policy(path: str | Path) -> ReleasePolicy:
     """Read and validate a YAML release policy.
 
@@ -564,7 +598,13 @@ def load_policy(path: str | Path) -> ReleasePolicy:
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyError(f"cannot read policy file {path}: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: plain data only
+    except _DuplicateKeyError as exc:
+        raise PolicyError(
+            f"invalid policy {path}, line {exc.line}: duplicate key {exc.key!r} (first on line "
+            f"{exc.first_line}); YAML would keep only the last one, e.g. give a column declared "
+            "twice only its second role"
+        ) from None
     except yaml.YAMLError as exc:
         raise PolicyError(f"policy {path} is not valid YAML: {exc}") from None
     policy = _validate(data, source=str(path))

@@ -1,5 +1,5 @@
-"""The release flow: fingerprint -> ingest -> validate -> anonymize -> utility -> verify + gate
--> publish.
+"""The release flow: fingerprint -> ingest -> validate -> input expectations -> anonymize ->
+utility -> verify + gate -> release expectations -> publish.
 
 Nothing is published unless the privacy gate passes on the file as written and the utility gate
 passes on the measured utility. A blocked gate or a failure at any stage discards the staging
@@ -28,6 +28,7 @@ from core.report import REPORT_FILE, blocked_report_path, build_report
 from flows.parameters import ReleaseParameters
 from flows.policy_overrides import resolve_policy
 from tasks.anonymize import anonymize_task
+from tasks.expectations import input_expectations_task, release_expectations_task
 from tasks.fingerprint import fingerprint_task
 from tasks.gate import gate_task
 from tasks.ingest import ingest_task
@@ -75,6 +76,10 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     ingested = ingest_task(policy, input_sha256, ingest_token)
     validated = validate_task(ingested.frame, policy, hierarchies, ingest_token)
     release_id = stages.release_id_for(policy, input_sha256, release_date)
+    # The Great Expectations input suite: the reviewable contract (pandera already coerced).
+    input_expectations = input_expectations_task(
+        validated, policy, hierarchies, run_name=release_id
+    )
     anonymize_token = stages.cache_token(policy, input_sha256, *_ANONYMIZE_SECTIONS)
     # The row order of the release depends only on what the search depends on, so a change to
     # another policy section (a utility threshold) keeps the cached search valid.
@@ -133,12 +138,6 @@ def release_flow(parameters: ReleaseParameters) -> dict:
                 f"utility gate blocked release {release_id}: {utility_decision.summary}",
                 utility_decision,
             )
-        if p.dry_run:
-            report_task(report, None)
-            log.info("dry run: release %s verified, not published", release_id)
-            return Completed(
-                message=f"dry run, gate {decision.summary}; nothing published", data=outcome
-            )
         manifest = stages.build_manifest(
             policy=policy,
             release_id=release_id,
@@ -151,6 +150,23 @@ def release_flow(parameters: ReleaseParameters) -> dict:
         )
         manifest["utility"] = utility.to_dict()
         manifest["utility_gate"] = utility_decision.to_dict()
+        # The release suite on the staged file (raises ReleaseContractError, exit 3, if it
+        # fails); its Data Docs and JSON report are written into the staging folder, so they
+        # are published with the release in the same rename.
+        manifest["expectations"] = release_expectations_task(
+            staged.release_file,
+            policy,
+            hierarchies,
+            manifest,
+            input_expectations,
+            release_dir=None if p.dry_run else staged.staging_dir,
+        )
+        if p.dry_run:
+            report_task(report, None)
+            log.info("dry run: release %s verified, not published", release_id)
+            return Completed(
+                message=f"dry run, gate {decision.summary}; nothing published", data=outcome
+            )
         # Written into the staging folder: published atomically with the release, or not at all.
         written = report_task(
             report, staged.staging_dir / REPORT_FILE, location=str(staged.final_dir / REPORT_FILE)

@@ -4,6 +4,11 @@ The schema is the fast in-code contract at ingest: it coerces every declared col
 declared type and checks ranges, allowed categories, nullability and hierarchy coverage. It is
 strict (an undeclared column may be an identifier nobody reviewed, so it stops the run) and
 validated lazily, so one error lists every failing column and row at once.
+
+A value that its quasi-identifier's hierarchy does not cover (a category outside an ARX file or
+a taxonomy, a code of the wrong length for a masking hierarchy) is caught here too, with its row;
+when that is the only kind of problem, the error is a :class:`HierarchyCoverageError`, which is
+both a :class:`SchemaValidationError` and a :class:`HierarchyError`.
 """
 
 from __future__ import annotations
@@ -14,11 +19,16 @@ import pandas as pd
 import pandera.pandas as pa
 from pandera.errors import SchemaError, SchemaErrors
 
-from core.exceptions import SchemaValidationError
-from core.hierarchy import ARXHierarchy, Hierarchy
+from core.exceptions import HierarchyError, SchemaValidationError
+from core.hierarchy import ARXHierarchy, Hierarchy, MaskingHierarchy, value_key
 from core.policy import ColumnSpec, ColumnType, ReleasePolicy
 
-__all__ = ["build_input_schema", "validate_input"]
+__all__ = ["HierarchyCoverageError", "build_input_schema", "validate_input"]
+
+
+class HierarchyCoverageError(SchemaValidationError, HierarchyError):
+    """Every problem of the input is a value its quasi-identifier's hierarchy does not cover."""
+
 
 _DTYPES = {
     ColumnType.CATEGORICAL: "string",
@@ -30,6 +40,49 @@ _DTYPES = {
 #: At most this many failing cells are quoted in the error message (all are in ``failures``).
 _QUOTED_FAILURES = 20
 
+#: A failing value longer than this is quoted by its start and its length.
+_QUOTED_CHARS = 60
+
+#: Names (pandera ``error`` texts) of the hierarchy-coverage checks.
+_DOMAIN_CHECK = "value in its hierarchy's domain"
+_LENGTH_CHECK = "code of {} characters (masking hierarchy)"
+
+
+def _coverage_check(spec: ColumnSpec, hierarchy: Hierarchy) -> pa.Check | None:
+    """Values the hierarchy can generalize: an ARX file's or taxonomy's domain, masking lengths.
+
+    Interval hierarchies are covered by the dtype and the declared range. A cell that failed
+    coercion is not judged here (the coercion failure already names it).
+    """
+    numeric = spec.type in (ColumnType.INTEGER, ColumnType.FLOAT)
+    if isinstance(hierarchy, ARXHierarchy):
+        domain = set(hierarchy.domain)
+        name = _DOMAIN_CHECK
+
+        def covered(value: object) -> bool:
+            return value_key(value) in domain
+    elif isinstance(hierarchy, MaskingHierarchy):
+        length = hierarchy.length
+        name = _LENGTH_CHECK.format(length)
+
+        def covered(value: object) -> bool:
+            return len(value_key(value)) == length
+    else:
+        return None
+
+    def check(series: pd.Series) -> pd.Series:
+        present = series.dropna()
+        good = [v for v in pd.unique(present) if (numeric and isinstance(v, str)) or covered(v)]
+        return series.isna() | series.isin(good)
+
+    return pa.Check(check, element_wise=False, error=name)
+
+
+def _is_coverage(check: str) -> bool:
+    return check == _DOMAIN_CHECK or (
+        check.startswith("code of ") and check.endswith("(masking hierarchy)")
+    )
+
 
 def _checks(spec: ColumnSpec, hierarchy: Hierarchy | None) -> list[pa.Check]:
     checks = []
@@ -37,19 +90,12 @@ def _checks(spec: ColumnSpec, hierarchy: Hierarchy | None) -> list[pa.Check]:
         checks.append(pa.Check.ge(spec.minimum, error=f"value >= {spec.minimum:g}"))
     if spec.maximum is not None:
         checks.append(pa.Check.le(spec.maximum, error=f"value <= {spec.maximum:g}"))
-    allowed = spec.categories
-    if (
-        allowed is None
-        and isinstance(hierarchy, ARXHierarchy)
-        and spec.type
-        in (
-            ColumnType.CATEGORICAL,
-            ColumnType.STRING,
-        )
-    ):
-        allowed = hierarchy.domain
-    if allowed is not None:
-        checks.append(pa.Check.isin(allowed, error="value in the declared categories"))
+    if spec.categories is not None:
+        checks.append(pa.Check.isin(spec.categories, error="value in the declared categories"))
+    if hierarchy is not None:
+        coverage = _coverage_check(spec, hierarchy)
+        if coverage is not None:
+            checks.append(coverage)
     return checks
 
 
@@ -62,8 +108,8 @@ def build_input_schema(
     ----------
     policy : ReleasePolicy
     hierarchies : mapping of str to Hierarchy, optional
-        When given, a categorical quasi-identifier without declared ``categories`` must take
-        values from its hierarchy's domain.
+        When given, a quasi-identifier must take values its hierarchy covers: the domain of an
+        ARX file or a taxonomy, codes of the right length for a masking hierarchy.
     """
     hierarchies = hierarchies or {}
     columns = {
@@ -91,8 +137,25 @@ def _clean(failures: pd.DataFrame) -> pd.DataFrame:
     return failures[~echo].reset_index(drop=True)
 
 
-def _describe(failures: pd.DataFrame) -> str:
+def _quote(value: object) -> str:
+    text = str(value)
+    if len(text) <= _QUOTED_CHARS:
+        return repr(text)
+    return f"{text[:40]!r}... ({len(text)} characters)"
+
+
+def _describe(failures: pd.DataFrame, n_rows: int | None = None) -> str:
     parts = []
+    # A column missing in every row is one problem, not one per row.
+    empty = set()
+    if n_rows:
+        nulls = failures[failures["check"] == "not_nullable"].groupby("column").size()
+        empty = {column for column, count in nulls.items() if count == n_rows}
+        for column in sorted(empty):
+            parts.append(f"column {column!r}: all {n_rows} values are missing (not_nullable)")
+        failures = failures[
+            ~(failures["column"].isin(empty) & (failures["check"] == "not_nullable"))
+        ]
     for row in failures.head(_QUOTED_FAILURES).itertuples(index=False):
         if row.check == "column_in_schema":
             parts.append(f"unexpected column {row.failure_case!r} (not declared in the policy)")
@@ -101,7 +164,7 @@ def _describe(failures: pd.DataFrame) -> str:
             parts.append(f"missing column {row.failure_case!r} (declared in the policy)")
             continue
         where = f" at row {int(row.index)}" if pd.notna(row.index) else ""
-        case = "" if pd.isna(row.failure_case) else f" {str(row.failure_case)!r}"
+        case = "" if pd.isna(row.failure_case) else f" {_quote(row.failure_case)}"
         parts.append(f"column {row.column!r}{where}:{case} fails {row.check}")
     more = len(failures) - _QUOTED_FAILURES
     if more > 0:
@@ -130,8 +193,14 @@ def validate_input(
     except SchemaErrors as exc:
         failures = _clean(exc.failure_cases)
         records = failures[["column", "check", "failure_case", "index"]].to_dict("records")
-        raise SchemaValidationError(
-            f"input does not match the policy ({len(failures)} problem(s)): {_describe(failures)}",
+        error = (
+            HierarchyCoverageError
+            if len(failures) and failures["check"].map(_is_coverage).all()
+            else SchemaValidationError
+        )
+        raise error(
+            f"input does not match the policy ({len(failures)} problem(s)): "
+            f"{_describe(failures, len(df))}",
             failures=records,
         ) from None
     except SchemaError as exc:  # raised instead of SchemaErrors for some table-level checks

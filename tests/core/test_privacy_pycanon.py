@@ -302,9 +302,13 @@ def test_frequency_set_classes_match_gate_classes(table: Table, data) -> None:
     assert sorted(str(v) for v in algo_stats.ordered_values[SA]) == sorted(
         str(v) for v in gate_stats.ordered_values[SA]
     )
-    assert _class_signature(
+    algo = _class_signature(
         algo_stats.sizes, algo_stats.histograms[SA], algo_stats.ordered_values[SA]
-    ) == _class_signature(gate_stats.sizes, gate_stats.histograms[SA], gate_stats.ordered_values[SA])
+    )
+    gate = _class_signature(
+        gate_stats.sizes, gate_stats.histograms[SA], gate_stats.ordered_values[SA]
+    )
+    assert algo == gate
     assert anonymity.k_anonymity(release, table.qi) == int(algo_stats.sizes.min())
     for model in (
         KAnonymity(k=2),

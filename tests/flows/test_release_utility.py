@@ -60,6 +60,8 @@ def test_published_release_has_its_report_next_to_the_manifest(
     outcome = _run(tmp_path, {**FAST_UTILITY, "thresholds": {"min_auc_ratio": 0.5}})
     folder = Path(outcome["path"])
     assert sorted(p.name for p in folder.iterdir()) == [
+        "data_docs",
+        "expectations.json",
         "manifest.json",
         "release.csv",
         "report.html",

@@ -1,0 +1,90 @@
+"""Fixtures of the bad-input corpus: a small valid table and policy, and ways to run them.
+
+Every bad file is generated from code into ``tmp_path`` (no binary fixtures are committed).
+The CLI runs in-process; errors found after Prefect has started need the same session-wide
+test harness as ``tests/flows`` (started before any test captures output: Prefect's console
+log handler keeps the stream it first sees).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+import prefect  # noqa: E402,F401  (after the environment is set; see the module docstring)
+from bad_input_corpus import GOOD_ROWS, POLICY_YAML, Case, csv_text  # noqa: E402
+
+
+@pytest.fixture
+def make_case(tmp_path: Path) -> Callable[..., Case]:
+    """Write ``data`` (text or bytes) and a policy for it; ``policy_text`` replaces the policy."""
+
+    def make(
+        data: str | bytes | None = None, *, k: int = 2, policy_text: str | None = None
+    ) -> Case:
+        path = tmp_path / "input.csv"
+        content = csv_text(GOOD_ROWS) if data is None else data
+        path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+        out = tmp_path / "releases"
+        text = policy_text or POLICY_YAML
+        policy = tmp_path / "policy.yaml"
+        policy.write_text(text.format(data=path, out=out, k=k), encoding="utf-8")
+        return Case(policy, path, out)
+
+    return make
+
+
+@pytest.fixture
+def cli() -> Callable[..., tuple[int, str, str]]:
+    """Run ``flows.cli.main(args)`` in-process: (exit code, stdout, stderr).
+
+    The CLI resolves ``sys.stdout`` / ``sys.stderr`` when it prints, so redirecting them does
+    not disturb Prefect's own log handler (bound to the real stream at import).
+    """
+    from flows.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+        return code, out.getvalue(), err.getvalue()
+
+    return run
+
+
+@pytest.fixture(autouse=True)
+def _no_ingest_retries(monkeypatch):
+    """Fail a bad file at once instead of after 6 s of retries.
+
+    ``tasks.ingest`` retries every exception, including deterministic refusals (an
+    ``IngestError`` is the same on every attempt): the refusal itself, its message and that
+    nothing is published do not depend on it. Remove once the ingest task retries only I/O
+    errors.
+    """
+    import flows.release
+
+    monkeypatch.setattr(
+        flows.release, "ingest_task", flows.release.ingest_task.with_options(retries=0)
+    )
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _harness_before_capture(prefect_harness):
+    yield
