@@ -18,3 +18,16 @@ CACHE_BY_TOKEN = TASK_SOURCE + (INPUTS - "frame" - "policy" - "hierarchies" - "t
 
 #: Keyword arguments of every cached stage task.
 CACHED_STAGE = {"persist_result": True, "cache_policy": CACHE_BY_TOKEN}
+
+
+def retry_transient(task, task_run, state) -> bool:
+    """Retry I/O failures, never a refusal: a malformed file fails the same way every time."""
+    from core.exceptions import PrivgateError
+
+    try:
+        state.result()
+    except PrivgateError:
+        return False
+    except Exception:
+        return True
+    return True

@@ -9,10 +9,17 @@ from prefect.logging import get_run_logger
 
 from core import stages
 from core.policy import ReleasePolicy
-from tasks._caching import CACHED_STAGE
+from tasks._caching import CACHED_STAGE, retry_transient
 
 
-@task(name="ingest", retries=2, retry_delay_seconds=[1, 5], timeout_seconds=1800, **CACHED_STAGE)
+@task(
+    name="ingest",
+    retries=2,
+    retry_delay_seconds=[1, 5],
+    retry_condition_fn=retry_transient,
+    timeout_seconds=1800,
+    **CACHED_STAGE,
+)
 def ingest_task(policy: ReleasePolicy, input_sha256: str, cache_token: str) -> stages.IngestedTable:
     """Read the input table (cached by the data fingerprint and the input/columns sections)."""
     started = time.perf_counter()
