@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
 from core.anonymize import AnonymizationResult, Mondrian, OptimalLattice, apply_generalization
 from core.anonymize._bounds import ProjectionBounds
@@ -1310,30 +1311,8 @@ def section(rep: Report) -> str:
 
 
 def upsert_section(path: Path, text: str) -> None:
-    """Replace the section under :data:`SECTION_HEADING` in ``path`` or append it.
-
-    Every other section is kept as it is; the file is replaced atomically.
-    """
-    current = path.read_text(encoding="utf-8") if path.exists() else INTRO
-    lines = current.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == SECTION_HEADING), None)
-    new = text.rstrip("\n") + "\n"
-    if start is None:
-        body = current.rstrip("\n") + "\n\n" + new
-    else:
-        end = next(
-            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-        )
-        after = "".join(lines[end:])
-        body = "".join(lines[:start]) + new + ("\n" + after if after else "")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".BENCHMARKS.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(body)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Replace this benchmark's section of ``path`` (or append it); keep every other one."""
+    _upsert(path, SECTION_HEADING, text, INTRO)
 
 
 # ------------------------------------------------------------------------------------------

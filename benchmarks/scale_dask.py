@@ -36,6 +36,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from _markdown import upsert_section as _upsert  # the script's own folder is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 BENCHMARKS_MD = ROOT / "benchmarks" / "BENCHMARKS.md"
@@ -341,23 +343,8 @@ def reading(results: dict, rows_list) -> list[str]:
 
 
 def upsert_section(path: Path, text: str) -> None:
-    """Replace this benchmark's section in ``path`` (or append it); keep every other one."""
-    current = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    lines = current.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == SECTION_HEADING), None)
-    new = text.rstrip("\n") + "\n"
-    if start is None:
-        body = current.rstrip("\n") + "\n\n" + new
-    else:
-        end = next(
-            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-        )
-        after = "".join(lines[end:])
-        body = "".join(lines[:start]) + new + ("\n" + after if after else "")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".BENCHMARKS.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(body)
-    os.replace(tmp, path)
+    """Replace this benchmark's section of ``path`` (or append it); keep every other one."""
+    _upsert(path, SECTION_HEADING, text)
 
 
 def main(argv=None) -> int:

@@ -34,7 +34,6 @@ import platform
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,6 +46,8 @@ import pandas as pd
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
 from core import stages  # noqa: E402
 from core.policy import ReleasePolicy, load_policy  # noqa: E402
@@ -405,27 +406,8 @@ def section(rows, data, args, started, seconds, load_before, load_after) -> str:
 
 
 def upsert_section(path: Path, text: str) -> None:
-    """Replace this script's section of BENCHMARKS.md (or append it); keep every other one."""
-    current = path.read_text(encoding="utf-8") if path.exists() else INTRO
-    lines = current.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == SECTION_HEADING), None)
-    new = text.rstrip("\n") + "\n"
-    if start is None:
-        body = current.rstrip("\n") + "\n\n" + new
-    else:
-        end = next(
-            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-        )
-        after = "".join(lines[end:])
-        body = "".join(lines[:start]) + new + ("\n" + after if after else "")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".BENCHMARKS.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(body)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Replace this benchmark's section of ``path`` (or append it); keep every other one."""
+    _upsert(path, SECTION_HEADING, text, INTRO)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
