@@ -74,3 +74,21 @@ class UtilityBlockedError(PrivgateError):
 
 class PublishError(PrivgateError):
     """Staging or the atomic rename into the release folder failed."""
+
+
+class BudgetExceededError(GateBlockedError):
+    """A differentially private release would spend more than the dataset's lifetime budget.
+
+    The gate blocks it before anything is published; ``remaining`` holds the (epsilon, delta)
+    still available, so the message and the caller can say how much is left.
+    """
+
+    def __init__(
+        self, message: str, remaining: tuple[float, float] | None = None, decision: object = None
+    ) -> None:
+        super().__init__(message, decision)
+        self.remaining = remaining
+
+
+class LedgerError(PrivgateError):
+    """The privacy-budget ledger cannot be opened, or an account is missing or inconsistent."""
