@@ -24,6 +24,7 @@ from core.textcsv import read_text_columns
 __all__ = [
     "GateDecision",
     "check_columns",
+    "check_coverage",
     "class_stats_of",
     "decide",
     "read_release",
@@ -275,3 +276,36 @@ def verify_release(
     except VerificationError as exc:
         return GateDecision(False, [str(exc)], {})
     return verify_table(release, quasi_identifiers, models, **limits)
+
+
+def check_coverage(
+    decision: GateDecision,
+    covered: Sequence[str],
+    declared: Sequence[str],
+    *,
+    narrower_accepted: bool = False,
+) -> GateDecision:
+    """Add the coverage rule to a decision: whose quasi-identifiers its k-anonymity covers.
+
+    A tiered release E is verified over the attributes of tiers 1..E only; the others are
+    released as they are. The gate demands coverage of every declared quasi-identifier unless
+    the policy explicitly accepts a narrower release (``algorithm.accept_narrower_coverage``),
+    so a narrower guarantee is never published silently. The covered and uncovered columns are
+    recorded in the measurements either way (and so in the manifest).
+    """
+    uncovered = [q for q in declared if q not in set(covered)]
+    unknown = [q for q in covered if q not in set(declared)]
+    reasons = list(decision.reasons)
+    if unknown:
+        reasons.append(f"covered columns {unknown} are not declared quasi-identifiers")
+    if uncovered and not narrower_accepted:
+        reasons.append(
+            f"k-anonymity covers {len(covered)} of {len(declared)} quasi-identifiers; "
+            f"{uncovered} are released unprotected. Set algorithm.accept_narrower_coverage: "
+            "true to publish a narrower release"
+        )
+    measurements = dict(decision.measurements)
+    measurements["covered_quasi_identifiers"] = list(covered)
+    measurements["uncovered_quasi_identifiers"] = uncovered
+    measurements["narrower_coverage_accepted"] = bool(uncovered and narrower_accepted)
+    return GateDecision(not reasons, reasons, measurements)

@@ -50,6 +50,8 @@ __all__ = [
     "AlgorithmSpec",
     "ColumnSpec",
     "ColumnType",
+    "DifferentialPrivacySpec",
+    "DPBudgetSpec",
     "HierarchySpec",
     "InputSpec",
     "IntervalHierarchySpec",
@@ -57,6 +59,7 @@ __all__ = [
     "MaskingHierarchySpec",
     "OutputSpec",
     "PrivacySpec",
+    "RankingSpec",
     "ReleasePolicy",
     "RiskSpec",
     "Role",
@@ -303,6 +306,16 @@ class Algorithm(StrEnum):
     MONDRIAN = "mondrian"  #: multidimensional local recoding, no suppression
     DATAFLY = "datafly"
     MULTI_ATTRIBUTE_DATAFLY = "multi_attribute_datafly"
+    #: RFKA: keep attributes in order of importance while the projection stays k-anonymous;
+    #: the others are suppressed (needs a ``ranking`` section)
+    RFKA = "rfka"
+    #: RFK-anonymity: tiered releases, E = 1..n, k-anonymity over the attributes of tiers 1..E
+    #: (needs a ``ranking`` section)
+    TIERED = "tiered"
+
+
+#: Algorithms that consume the sensitivity ranking.
+RANKED_ALGORITHMS = frozenset({Algorithm.RFKA, Algorithm.TIERED})
 
 
 MetricName = Literal["loss", "precision", "discernibility", "average_class_size", "entropy"]
@@ -319,11 +332,33 @@ class AlgorithmSpec(_Strict):
     name: Algorithm = Algorithm.OPTIMAL
     metric: MetricName | None = None
     strict: bool | None = None
+    # The options below are left out of the dump when unset, so that policies written before
+    # they existed keep their fingerprints (and release ids).
+    #: tiered only: which tiered releases E to publish (default: the last tier, which covers
+    #: every quasi-identifier); all tiers are computed and reported either way
+    release_tiers: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+    #: tiered only: publish a release whose k-anonymity covers fewer than all quasi-identifiers
+    #: (tiers 1..E with E below the last tier). The gate refuses such a release otherwise.
+    accept_narrower_coverage: bool | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
 
     @model_validator(mode="after")
     def _options_fit(self) -> AlgorithmSpec:
-        if self.metric is not None and self.name is not Algorithm.OPTIMAL:
-            raise ValueError(f"'metric' applies to the optimal algorithm only, not {self.name}")
+        if self.metric is not None and self.name not in (Algorithm.OPTIMAL, Algorithm.TIERED):
+            raise ValueError(
+                f"'metric' applies to the optimal and tiered algorithms only, not {self.name}"
+            )
+        for key in ("release_tiers", "accept_narrower_coverage"):
+            if getattr(self, key) is not None and self.name is not Algorithm.TIERED:
+                raise ValueError(f"'{key}' applies to the tiered algorithm only, not {self.name}")
+        if self.release_tiers is not None:
+            if not self.release_tiers:
+                raise ValueError("'release_tiers' must name at least one tier")
+            if len(set(self.release_tiers)) != len(self.release_tiers):
+                raise ValueError(f"'release_tiers' must not repeat a tier: {self.release_tiers}")
         if self.strict is not None and self.name is not Algorithm.MONDRIAN:
             raise ValueError(f"'strict' applies to mondrian only, not {self.name}")
         return self
@@ -408,6 +443,80 @@ class UtilitySpec(_Strict):
         return self
 
 
+# ---------------------------------------------------------------------------------------------
+# Sensitivity ranking
+# ---------------------------------------------------------------------------------------------
+
+
+class RankingSpec(_Strict):
+    """The sensitivity-ranking stage: how much each quasi-identifier reveals about ``target``.
+
+    ``method`` is random-forest permutation importance on out-of-bag samples (``permutation``)
+    or drop-column importance averaged over ``runs`` seeds (``drop_column``). Importance scores
+    are grouped into ``tiers`` by k-means, tier 1 the most important. ``n_estimators`` defaults
+    to 100 trees for nightly runs (the published experiments use 1000). ``sample_size`` caps the
+    records the forests see (a stratified, seeded sample; ``null``: all of them).
+    """
+
+    target: str
+    method: Literal["permutation", "drop_column"] = "permutation"
+    n_estimators: int = Field(default=100, ge=1, le=5000)
+    runs: int = Field(default=20, ge=1, le=200)
+    tiers: int = Field(default=5, ge=1, le=20)
+    sample_size: int | None = Field(default=20000, ge=100)
+    seed: int = Field(default=0, ge=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Differential privacy
+# ---------------------------------------------------------------------------------------------
+
+
+class DPBudgetSpec(_Strict):
+    """A dataset's lifetime privacy budget: what all its DP releases together may spend."""
+
+    epsilon: float = Field(gt=0, allow_inf_nan=False)
+    delta: float = Field(default=0.0, ge=0, lt=1)
+
+
+class DifferentialPrivacySpec(_Strict):
+    """A differentially private release instead of a k-anonymous one.
+
+    ``method: dpheter`` is differentially private top-down specialization (DiffGen/DPHeter):
+    ``rounds`` specializations chosen by the exponential mechanism, then Laplace-noised counts
+    of the leaf partitions; ``count_share`` of ``epsilon`` pays for the counts, the rest for the
+    selections. The class attribute scoring the specializations is ``class_column``, or, for a
+    clustering-oriented release, the cluster label of ``clusters`` clusters (``clustering``)
+    the data owner computes on the original data. Every run's spend is charged to the dataset's
+    lifetime ``budget`` in the ledger at ``ledger`` (any SQLAlchemy URL; default: a SQLite file
+    next to the releases); the gate blocks a release that would overspend.
+    """
+
+    method: Literal["dpheter"] = "dpheter"
+    epsilon: float = Field(gt=0, allow_inf_nan=False)
+    rounds: int = Field(default=8, ge=0, le=200)
+    count_share: float = Field(default=0.5, gt=0, lt=1)
+    class_column: str | None = None
+    clusters: int | None = Field(default=None, ge=2, le=50)
+    clustering: ClusteringName = "kmeans"
+    budget: DPBudgetSpec
+    ledger: str | None = None
+
+    @model_validator(mode="after")
+    def _one_class_source(self) -> DifferentialPrivacySpec:
+        if (self.class_column is None) == (self.clusters is None):
+            raise ValueError(
+                "set exactly one of 'class_column' (a column to score specializations by) and "
+                "'clusters' (score by the data owner's clustering of the original data)"
+            )
+        if self.epsilon > self.budget.epsilon:
+            raise ValueError(
+                f"epsilon = {self.epsilon} is larger than the lifetime budget.epsilon = "
+                f"{self.budget.epsilon}: no run of this policy could ever be released"
+            )
+        return self
+
+
 class ReleasePolicy(_Strict):
     """A complete release policy: one table, one privacy model, one output location."""
 
@@ -415,21 +524,46 @@ class ReleasePolicy(_Strict):
     description: str = ""
     input: InputSpec
     columns: dict[str, ColumnSpec] = Field(min_length=1)
-    privacy: PrivacySpec
+    # ``privacy`` (a k-anonymous release) or ``differential_privacy`` (a DP release): one of them.
+    privacy: PrivacySpec | None = Field(default=None, exclude_if=lambda value: value is None)
     algorithm: AlgorithmSpec = Field(default_factory=AlgorithmSpec)
     output: OutputSpec = Field(default_factory=OutputSpec)
     # Left out of the dump when absent, so that a policy without it keeps its fingerprint (and
     # its release ids) from before the section existed.
     utility: UtilitySpec | None = Field(default=None, exclude_if=lambda value: value is None)
+    ranking: RankingSpec | None = Field(default=None, exclude_if=lambda value: value is None)
+    differential_privacy: DifferentialPrivacySpec | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+
+    @property
+    def is_differentially_private(self) -> bool:
+        """True for a DP release (``differential_privacy``), False for a k-anonymous one."""
+        return self.differential_privacy is not None
 
     @model_validator(mode="after")
     def _consistent(self) -> ReleasePolicy:
         if not self.quasi_identifiers:
             raise ValueError("columns: at least one column must have role 'quasi_identifier'")
+        if (self.privacy is None) == (self.differential_privacy is None):
+            raise ValueError(
+                "set exactly one of 'privacy' (a k-anonymous release) and "
+                "'differential_privacy' (a differentially private release)"
+            )
+        self._check_ranking()
+        self._check_differential_privacy()
+        target = self.utility.target if self.utility is not None else None
+        if target is not None:
+            self._check_released_target("utility.target", target)
+        if self.privacy is not None:
+            self._check_privacy_columns(self.privacy)
+        return self
+
+    def _check_privacy_columns(self, privacy: PrivacySpec) -> None:
         sensitive = set(self.sensitive_columns)
         for key, specs in (
-            ("l_diversity", self.privacy.l_diversity),
-            ("t_closeness", self.privacy.t_closeness),
+            ("l_diversity", privacy.l_diversity),
+            ("t_closeness", privacy.t_closeness),
         ):
             for i, spec in enumerate(specs):
                 if spec.column not in self.columns:
@@ -445,18 +579,59 @@ class ReleasePolicy(_Strict):
                         f"privacy.{key}[{i}].distance: hierarchical t-closeness needs a "
                         f"'hierarchy' on column {spec.column!r}"
                     )
-        target = self.utility.target if self.utility is not None else None
-        if target is not None:
-            if target not in self.columns:
-                raise ValueError(f"utility.target: unknown column {target!r}")
-            role = self.columns[target].role
-            if role in (Role.IDENTIFIER, Role.QUASI_IDENTIFIER):
+
+    def _check_released_target(self, key: str, target: str) -> None:
+        if target not in self.columns:
+            raise ValueError(f"{key}: unknown column {target!r}")
+        role = self.columns[target].role
+        if role in (Role.IDENTIFIER, Role.QUASI_IDENTIFIER):
+            raise ValueError(
+                f"{key}: {target!r} is a {role.value}; it must be a released column whose "
+                "values are not generalized (role 'sensitive' or 'insensitive')"
+            )
+
+    def _check_ranking(self) -> None:
+        if self.ranking is not None:
+            self._check_released_target("ranking.target", self.ranking.target)
+        name = self.algorithm.name
+        if name in RANKED_ALGORITHMS and self.ranking is None:
+            raise ValueError(
+                f"algorithm.name: {name.value!r} orders attributes by importance; add a "
+                "'ranking' section naming the target column"
+            )
+        if name is Algorithm.RFKA and self.privacy is not None:
+            p = self.privacy
+            if p.l_diversity or p.t_closeness or p.risk is not None or p.suppression_limit:
                 raise ValueError(
-                    f"utility.target: {target!r} is a {role.value}; the target must be a "
-                    "released column whose values are not generalized (role 'sensitive' or "
-                    "'insensitive')"
+                    "algorithm.name: 'rfka' selects attributes for k-anonymity only, without "
+                    "record suppression; remove privacy.l_diversity/t_closeness/risk and "
+                    "suppression_limit, or choose another algorithm"
                 )
-        return self
+        tiers = self.algorithm.release_tiers or []
+        if tiers and self.ranking is not None and max(tiers) > self.ranking.tiers:
+            raise ValueError(
+                f"algorithm.release_tiers: {max(tiers)} is above ranking.tiers = "
+                f"{self.ranking.tiers}"
+            )
+
+    def _check_differential_privacy(self) -> None:
+        dp = self.differential_privacy
+        if dp is None:
+            return
+        if self.algorithm.name is not Algorithm.OPTIMAL or self.algorithm.model_fields_set:
+            raise ValueError(
+                "algorithm: a differentially private release is produced by "
+                "differential_privacy.method; remove the 'algorithm' section"
+            )
+        if dp.class_column is not None:
+            if dp.class_column not in self.columns:
+                raise ValueError(
+                    f"differential_privacy.class_column: unknown column {dp.class_column!r}"
+                )
+            if self.columns[dp.class_column].role is Role.IDENTIFIER:
+                raise ValueError(
+                    f"differential_privacy.class_column: {dp.class_column!r} is an identifier"
+                )
 
     # Derived views, so callers never filter ``columns`` by role themselves.
     def _by_role(self, role: Role) -> list[str]:

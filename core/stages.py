@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -27,11 +28,14 @@ from core.anonymize import (
 from core.anonymize._generalize import shuffle_rows
 from core.encoding import encode_table
 from core.exceptions import AnonymizationError
-from core.gate import GateDecision, verify_release
+from core.gate import GateDecision, check_coverage, verify_release
 from core.hierarchy import Hierarchy, hierarchies_for, sensitive_hierarchies_for
 from core.ingest import read_table
 from core.metrics import precision, table_loss
 from core.policy import Algorithm, ColumnType, ReleasePolicy
+
+if TYPE_CHECKING:
+    from core.ranking import Ranking
 from core.privacy import models_from_policy
 from core.publish import StagedRelease, make_release_id, sha256_file, stage_release
 
@@ -42,8 +46,10 @@ __all__ = [
     "build_manifest",
     "cache_token",
     "fingerprint_input",
+    "anonymize_tiers",
     "ingest",
     "load_hierarchies",
+    "rank",
     "package_version",
     "release_id_for",
     "stage",
@@ -74,6 +80,36 @@ class IngestedTable:
 def load_hierarchies(policy: ReleasePolicy) -> dict[str, Hierarchy]:
     """One hierarchy per quasi-identifier, in policy order."""
     return hierarchies_for(policy)
+
+
+def rank(frame: pd.DataFrame, policy: ReleasePolicy) -> Ranking:
+    """The sensitivity ranking: how much each quasi-identifier reveals about the target.
+
+    The forests see at most ``ranking.sample_size`` records, a sample stratified by the target
+    and seeded by ``ranking.seed``, so a nightly run on a large table stays bounded and the
+    ranking is reproducible.
+    """
+    from core.ranking import rank_attributes
+
+    spec = policy.ranking
+    if spec is None:
+        raise AnonymizationError("the policy has no 'ranking' section to rank attributes by")
+    sample = frame
+    if spec.sample_size is not None and len(frame) > spec.sample_size:
+        share = spec.sample_size / len(frame)
+        sample = frame.groupby(frame[spec.target], dropna=False, group_keys=False).sample(
+            frac=share, random_state=spec.seed
+        )
+    return rank_attributes(
+        sample,
+        policy.quasi_identifiers,
+        spec.target,
+        method=spec.method,
+        n_estimators=spec.n_estimators,
+        runs=spec.runs,
+        n_tiers=spec.tiers,
+        random_state=spec.seed,
+    )
 
 
 def fingerprint_input(policy: ReleasePolicy) -> str:
@@ -115,6 +151,11 @@ class AnonymizedTable:
     result: AnonymizationResult
     metrics: dict = field(default_factory=dict)
     transformation: dict[str, str] = field(default_factory=dict)
+    #: The quasi-identifiers the release's k-anonymity covers (``None``: all of them). Only a
+    #: tiered release E covers fewer: the attributes of tiers 1..E.
+    covered: list[str] | None = None
+    #: The tier E of a tiered release, else ``None``.
+    tier: int | None = None
 
 
 def _check_feasible(policy: ReleasePolicy, n_rows: int) -> None:
@@ -131,6 +172,7 @@ def anonymize(
     policy: ReleasePolicy,
     hierarchies: dict[str, Hierarchy],
     shuffle_seed: int | None = None,
+    ranking: Ranking | None = None,
 ) -> AnonymizedTable:
     """Run the policy's algorithm and build the release table.
 
@@ -149,6 +191,10 @@ def anonymize(
     numeric = {q for q in qis if policy.columns[q].type in (ColumnType.INTEGER, ColumnType.FLOAT)}
     metrics: dict = {"algorithm": policy.algorithm.name.value, "input_rows": len(frame)}
     transformation: dict[str, str] = {}
+    if policy.algorithm.name is Algorithm.TIERED:
+        raise AnonymizationError("a tiered policy makes several releases: use anonymize_tiers()")
+    if policy.algorithm.name is Algorithm.RFKA:
+        return _anonymize_rfka(frame, policy, hierarchies, shuffle_seed, ranking, metrics)
     if policy.algorithm.name is Algorithm.MONDRIAN:
         strict = policy.algorithm.strict if policy.algorithm.strict is not None else True
         local = Mondrian(models, strict=strict).anonymize_table(frame, hierarchies, numeric)
@@ -192,6 +238,124 @@ def anonymize(
     return AnonymizedTable(release, result, metrics, transformation)
 
 
+def _require_ranking(policy: ReleasePolicy, ranking: Ranking | None) -> Ranking:
+    if ranking is None:
+        raise AnonymizationError(
+            f"algorithm {policy.algorithm.name.value!r} needs the sensitivity ranking; run the "
+            "ranking stage first"
+        )
+    return ranking
+
+
+def _finish(
+    frame: pd.DataFrame,
+    release: pd.DataFrame,
+    result: AnonymizationResult,
+    metrics: dict,
+    hierarchies: dict[str, Hierarchy],
+    policy: ReleasePolicy,
+    started: float,
+) -> dict:
+    """Loss over every QI (uncovered ones count as unchanged), suppression and timing."""
+    qis = policy.quasi_identifiers
+    numeric = {q for q in qis if policy.columns[q].type in (ColumnType.INTEGER, ColumnType.FLOAT)}
+    loss = table_loss(frame[qis], release[qis], hierarchies, numeric)
+    return {
+        **metrics,
+        "release_rows": len(release),
+        "suppressed": result.n_suppressed,
+        "loss": loss["total"],
+        "granularity": loss["granularity"],
+        "loss_per_attribute": loss["per_attribute"],
+        **{f"search_{k}": v for k, v in result.details.items()},
+        "seconds": round(time.perf_counter() - started, 4),
+    }
+
+
+def _anonymize_rfka(
+    frame: pd.DataFrame,
+    policy: ReleasePolicy,
+    hierarchies: dict[str, Hierarchy],
+    shuffle_seed: int | None,
+    ranking: Ranking | None,
+    metrics: dict,
+) -> AnonymizedTable:
+    """RFKA: keep attributes in order of importance while the projection stays k-anonymous."""
+    from core.anonymize._rfka import rfka_release
+
+    started = time.perf_counter()
+    order = _require_ranking(policy, ranking).order
+    release, selection = rfka_release(frame, order, policy.privacy.k, policy.released_columns)
+    result = AnonymizationResult(
+        "rfka",
+        {},
+        np.zeros(len(frame), dtype=bool),
+        details={"kept": selection.kept, "suppressed_attributes": selection.rejected},
+    )
+    metrics = _finish(frame, release, result, metrics, hierarchies, policy, started)
+    transformation = {
+        q: ("kept" if q in selection.kept else "suppressed (*)") for q in policy.quasi_identifiers
+    }
+    if shuffle_seed is not None:
+        release = shuffle_rows(release, shuffle_seed)
+    return AnonymizedTable(release, result, metrics, transformation)
+
+
+def anonymize_tiers(
+    frame: pd.DataFrame,
+    policy: ReleasePolicy,
+    hierarchies: dict[str, Hierarchy],
+    ranking: Ranking,
+    shuffle_seed: int | None = None,
+) -> list[AnonymizedTable]:
+    """RFK-anonymity: every tiered release E = 1..n in one run, tier 1 the most important.
+
+    Release E is k-anonymous (with the policy's other models and suppression limit) over the
+    quasi-identifiers of tiers 1..E; the others are released unchanged. Each table records the
+    columns its guarantee covers, which the gate and the manifest state.
+    """
+    from core.anonymize._tiered import tiered_releases
+
+    _check_feasible(policy, len(frame))
+    models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
+    tables = []
+    for tiered in tiered_releases(
+        frame,
+        hierarchies,
+        ranking.tiers,
+        models,
+        policy.privacy.suppression_limit,
+        policy.released_columns,
+        metric=policy.algorithm.metric or "loss",
+    ):
+        started = time.perf_counter()
+        metrics = {"algorithm": "tiered", "input_rows": len(frame), "tier": tiered.tier}
+        metrics["covered"] = list(tiered.covered)
+        metrics = _finish(frame, tiered.frame, tiered.result, metrics, hierarchies, policy, started)
+        transformation = {
+            q: (
+                f"level {tiered.result.levels[q]}/{hierarchies[q].height}"
+                if q in tiered.result.levels
+                else "unchanged (not covered)"
+            )
+            for q in policy.quasi_identifiers
+        }
+        release = tiered.frame
+        if shuffle_seed is not None:
+            release = shuffle_rows(release, shuffle_seed)
+        tables.append(
+            AnonymizedTable(
+                release,
+                tiered.result,
+                metrics,
+                transformation,
+                covered=list(tiered.covered),
+                tier=tiered.tier,
+            )
+        )
+    return tables
+
+
 def release_id_for(policy: ReleasePolicy, input_sha256: str, release_date: date) -> str:
     return make_release_id(input_sha256, policy.fingerprint(), release_date)
 
@@ -203,16 +367,32 @@ def stage(table: AnonymizedTable, policy: ReleasePolicy, release_id: str) -> Sta
     )
 
 
-def verify(release_file: Path, policy: ReleasePolicy, input_rows: int) -> GateDecision:
-    """The gate: re-read the written file and check every criterion of the policy."""
-    return verify_release(
+def verify(
+    release_file: Path,
+    policy: ReleasePolicy,
+    input_rows: int,
+    covered: list[str] | None = None,
+) -> GateDecision:
+    """The gate: re-read the written file and check every criterion of the policy.
+
+    ``covered`` (a tiered release) names the quasi-identifiers the release claims to protect;
+    the criteria are measured over exactly those, and the coverage rule
+    (:func:`core.gate.check_coverage`) blocks a narrower release the policy did not accept.
+    """
+    decision = verify_release(
         release_file,
-        policy.quasi_identifiers,
+        covered if covered is not None else policy.quasi_identifiers,
         models_from_policy(policy.privacy, sensitive_hierarchies_for(policy)),
         input_rows=input_rows,
         suppression_limit=policy.privacy.suppression_limit,
         expected_columns=policy.released_columns,
         forbidden_columns=policy.identifiers,
+    )
+    return check_coverage(
+        decision,
+        covered if covered is not None else policy.quasi_identifiers,
+        policy.quasi_identifiers,
+        narrower_accepted=bool(policy.algorithm.accept_narrower_coverage),
     )
 
 
@@ -246,6 +426,9 @@ def build_manifest(
         "policy": policy.model_dump(mode="json"),
         "policy_sha256": policy.fingerprint(),
         "quasi_identifiers": policy.quasi_identifiers,
+        # Exactly the columns the release's k-anonymity covers (a tiered release E: tiers 1..E).
+        "k_anonymity_covers": table.covered or policy.quasi_identifiers,
+        "tier": table.tier,
         "transformation": table.result.levels,
         "metrics": table.metrics,
         "gate": decision.to_dict(),

@@ -219,7 +219,75 @@ BAD_POLICIES: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = 
         lambda d: d["input"].update(encoding="klingon-8"),
         ["input.encoding", "klingon-8"],
     ),
-    ("missing privacy section", lambda d: d.pop("privacy"), ["privacy", "required key"]),
+    (
+        "missing privacy section",
+        lambda d: d.pop("privacy"),
+        ["exactly one of 'privacy'", "'differential_privacy'"],
+    ),
+    (
+        "both privacy and differential privacy",
+        lambda d: d.update(
+            differential_privacy={
+                "epsilon": 0.5,
+                "class_column": "disease",
+                "budget": {"epsilon": 2.0},
+            }
+        ),
+        ["exactly one of 'privacy'"],
+    ),
+    (
+        "rfka without ranking",
+        lambda d: d.update(algorithm={"name": "rfka"}),
+        ["algorithm.name", "'ranking' section"],
+    ),
+    (
+        "ranking target is a quasi-identifier",
+        lambda d: d.update(ranking={"target": "zip"}),
+        ["ranking.target", "'zip' is a quasi_identifier"],
+    ),
+    (
+        "release tiers on the optimal algorithm",
+        lambda d: d.update(algorithm={"name": "optimal", "release_tiers": [3]}),
+        ["release_tiers", "tiered algorithm only"],
+    ),
+    (
+        "release tier above the tiers found",
+        lambda d: d.update(
+            algorithm={"name": "tiered", "release_tiers": [6]}, ranking={"target": "disease"}
+        ),
+        ["algorithm.release_tiers", "ranking.tiers = 5"],
+    ),
+    (
+        "rfka with l-diversity",
+        lambda d: d.update(
+            algorithm={"name": "rfka"},
+            ranking={"target": "disease"},
+            privacy={"k": 2, "l_diversity": [{"column": "disease", "l": 2}]},
+        ),
+        ["'rfka' selects attributes for k-anonymity only"],
+    ),
+    (
+        "dp epsilon above its lifetime budget",
+        lambda d: (
+            d.pop("privacy"),
+            d.update(
+                differential_privacy={
+                    "epsilon": 3.0,
+                    "class_column": "disease",
+                    "budget": {"epsilon": 2.0},
+                }
+            ),
+        ),
+        ["differential_privacy", "lifetime budget"],
+    ),
+    (
+        "dp with neither class column nor clusters",
+        lambda d: (
+            d.pop("privacy"),
+            d.update(differential_privacy={"epsilon": 0.5, "budget": {"epsilon": 2.0}}),
+        ),
+        ["differential_privacy", "exactly one of 'class_column'"],
+    ),
     (
         "no quasi-identifier",
         lambda d: d.update(columns={"disease": {"role": "sensitive"}}),
