@@ -44,6 +44,7 @@ from core.encoding import FrequencySet
 from core.exceptions import AnonymizationError
 from core.metrics import LossMetric, make_metric
 from core.privacy import PrivacyModel
+from core.progress import Progress
 
 __all__ = ["OptimalLattice"]
 
@@ -171,7 +172,15 @@ class OptimalLattice:
 
         # Pruning the down-set of a failing node is exact only if satisfaction is monotone.
         prune = checker.allowance == 0 or all(m.monotonic_with_suppression for m in self.models)
-        for index in order:
+        progress = Progress("optimal search", len(order))
+        for position, index in enumerate(order):
+            progress.update(
+                position,
+                lambda: (
+                    f"{checker.evaluations} nodes evaluated, best loss "
+                    + (f"{best_loss:.4f}" if best_node is not None else "none yet")
+                ),
+            )
             if beaten(index):
                 if bound[index] > best_loss and not _tied(bound[index], best_loss):
                     break  # every later node has a larger bound
