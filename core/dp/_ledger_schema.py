@@ -1,0 +1,97 @@
+"""The tables of the privacy-budget ledger (SQLAlchemy Core, any backend).
+
+Every table is append-only: the ledger inserts rows and never updates or deletes them, so the
+database itself is the audit trail. Amounts of epsilon and delta are stored as exact decimal
+strings (``"0.1"``, ``"1E-6"``), not floats, so that sums and budget comparisons are exact on
+every backend (see :mod:`core.dp.ledger`).
+
+Tables
+------
+``privgate_ledger_accounts``
+    One row per dataset: its current lifetime budget. It is the only row ever rewritten (by
+    :meth:`~core.dp.ledger.BudgetLedger.set_budget`), and each rewrite is logged in
+``privgate_ledger_budget_changes``
+    The budget's history: the opening budget and every explicit change, with its reason.
+``privgate_ledger_entries``
+    One row per charged spend (release, run, step, mechanism, epsilon, delta, time); the spends
+    of one charge share a ``charge_id`` and are committed together.
+``privgate_ledger_publications``
+    Publish and withdraw events of releases; the latest event of a release says whether (and
+    where) it is published.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+__all__ = ["METADATA", "accounts", "budget_changes", "entries", "publications"]
+
+#: Every ledger table; ``METADATA.create_all`` creates the missing ones.
+METADATA = MetaData()
+
+_DATASET = 255
+_IDENTIFIER = 255
+
+accounts = Table(
+    "privgate_ledger_accounts",
+    METADATA,
+    Column("dataset", String(_DATASET), primary_key=True),
+    Column("budget_epsilon", Text, nullable=False),
+    Column("budget_delta", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+budget_changes = Table(
+    "privgate_ledger_budget_changes",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("dataset", String(_DATASET), ForeignKey(accounts.c.dataset), nullable=False, index=True),
+    Column("epsilon", Text, nullable=False),
+    Column("delta", Text, nullable=False),
+    Column("previous_epsilon", Text, nullable=True),
+    Column("previous_delta", Text, nullable=True),
+    Column("reason", Text, nullable=False),
+    Column("changed_at", DateTime(timezone=True), nullable=False),
+    sqlite_autoincrement=True,
+)
+
+entries = Table(
+    "privgate_ledger_entries",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("charge_id", String(32), nullable=False, index=True),
+    Column("dataset", String(_DATASET), ForeignKey(accounts.c.dataset), nullable=False),
+    Column("release_id", String(_IDENTIFIER), nullable=False),
+    Column("run_id", String(_IDENTIFIER), nullable=False),
+    Column("step", Text, nullable=False),
+    Column("mechanism", String(_IDENTIFIER), nullable=False),
+    Column("epsilon", Text, nullable=False),
+    Column("delta", Text, nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False),
+    Index("ix_privgate_ledger_entries_dataset_release", "dataset", "release_id"),
+    sqlite_autoincrement=True,
+)
+
+publications = Table(
+    "privgate_ledger_publications",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("dataset", String(_DATASET), ForeignKey(accounts.c.dataset), nullable=False),
+    Column("release_id", String(_IDENTIFIER), nullable=False),
+    Column("event", String(16), nullable=False),
+    Column("path", Text, nullable=True),
+    Column("run_id", String(_IDENTIFIER), nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False),
+    Index("ix_privgate_ledger_publications_dataset_release", "dataset", "release_id"),
+    sqlite_autoincrement=True,
+)

@@ -1,0 +1,315 @@
+"""The ledger never loses or double-counts a spend: concurrent processes and injected crashes.
+
+Every child process opens its own :class:`BudgetLedger` on the same database and reports each
+charge that *returned* to a file of its own (written and flushed before anything else happens,
+so a later ``os._exit`` cannot lose the report). The parent then reads the ledger back and
+checks it against the reports: the spent total is exactly the sum of the successful charges, it
+never exceeds the budget, and no entry is missing, duplicated or left by a charge that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.dp.ledger import BudgetLedger, default_ledger_url
+from core.exceptions import BudgetExceededError
+
+if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - not on Linux
+    pytest.skip("these tests fork writer processes", allow_module_level=True)
+
+FORK = multiprocessing.get_context("fork")
+#: Seconds a child may take before the test calls it hung (a lost lock would hang it).
+JOIN_TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class FakeSpend:
+    mechanism: str
+    epsilon: float
+    delta: float = 0.0
+    step: str = ""
+
+
+def _spends(worker: int, attempt: int) -> list[FakeSpend]:
+    """1-3 spends of a few hundredths of epsilon, some with a delta: a varied, repeatable mix."""
+    count = 1 + (worker + attempt) % 3
+    return [
+        FakeSpend(
+            "gaussian" if (worker * attempt + part) % 4 == 0 else "laplace",
+            0.01 * (1 + (worker * 7 + attempt * 3 + part) % 5),
+            1e-8 if (worker * attempt + part) % 4 == 0 else 0.0,
+            f"step {part}",
+        )
+        for part in range(count)
+    ]
+
+
+def _report(report: Path, release: str, entries: list) -> None:
+    with report.open("a") as out:
+        out.write(
+            json.dumps(
+                {
+                    "release": release,
+                    "ids": [entry.id for entry in entries],
+                    "charge_id": entries[0].charge_id,
+                    "epsilon": [repr(entry.epsilon) for entry in entries],
+                    "delta": [repr(entry.delta) for entry in entries],
+                }
+            )
+            + "\n"
+        )
+        out.flush()
+
+
+def _writer(url: str, dataset: str, worker: int, attempts: int, report: Path, start) -> None:
+    """Charge ``attempts`` times (some refused), reporting each charge that returned."""
+    start.wait()
+    ledger = BudgetLedger(url)
+    for attempt in range(attempts):
+        release = f"w{worker}-a{attempt}"
+        try:
+            entries = ledger.charge(
+                dataset, release_id=release, run_id=f"run-{worker}", spends=_spends(worker, attempt)
+            )
+        except BudgetExceededError:
+            continue
+        _report(report, release, entries)
+    ledger.close()
+
+
+def _crasher(url: str, dataset: str, worker: int, crash_at: int, report: Path, start) -> None:
+    """Charge normally, then die with ``os._exit(1)`` between two inserts of charge ``crash_at``."""
+    start.wait()
+    ledger = BudgetLedger(url)
+    insert = BudgetLedger._insert_entry
+    attempt = 0
+
+    def insert_then_maybe_die(self, connection, values) -> None:
+        insert(self, connection, values)
+        if attempt == crash_at:
+            os._exit(1)  # the row is inserted, the transaction is not committed
+
+    BudgetLedger._insert_entry = insert_then_maybe_die
+    for attempt in range(crash_at + 1):  # noqa: B007 - read by insert_then_maybe_die
+        release = f"c{worker}-a{attempt}"
+        spends = _spends(worker, attempt) if attempt < crash_at else _spends(1, 1)  # 3 spends
+        try:
+            entries = ledger.charge(
+                dataset, release_id=release, run_id=f"run-{worker}", spends=spends
+            )
+        except BudgetExceededError:
+            continue
+        _report(report, release, entries)
+    os._exit(3)  # pragma: no cover - the last charge always dies first
+
+
+def _run(children: list[tuple], start) -> list[int]:
+    processes = [FORK.Process(target=target, args=(*args, start)) for target, args in children]
+    for process in processes:
+        process.start()
+    start.set()
+    for process in processes:
+        process.join(JOIN_TIMEOUT)
+    hung = [process.pid for process in processes if process.is_alive()]
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+    assert not hung, f"children {hung} hung: a lock was never released"
+    return [process.exitcode for process in processes]
+
+
+def _reports(folder: Path) -> list[dict]:
+    found = []
+    for path in sorted(folder.glob("*.jsonl")):
+        found += [json.loads(line) for line in path.read_text().splitlines()]
+    return found
+
+
+def _assert_ledger_matches(ledger: BudgetLedger, dataset: str, reports: list[dict]) -> None:
+    """The ledger holds exactly the reported charges, and their sum is within the budget."""
+    account = ledger.account(dataset)
+    entries = account.entries
+    ids = [entry.id for entry in entries]
+    assert len(ids) == len(set(ids)), "an entry was recorded twice"
+    reported_ids = sorted(i for report in reports for i in report["ids"])
+    assert sorted(ids) == reported_ids, "the ledger lost a spend or kept one of a failed charge"
+    by_id = {entry.id: entry for entry in entries}
+    for report in reports:
+        assert {by_id[i].charge_id for i in report["ids"]} == {report["charge_id"]}
+        assert {by_id[i].release_id for i in report["ids"]} == {report["release"]}
+    spent = (
+        sum((Decimal(e) for report in reports for e in report["epsilon"]), Decimal(0)),
+        sum((Decimal(d) for report in reports for d in report["delta"]), Decimal(0)),
+    )
+    assert (account.spent_epsilon, account.spent_delta) == (float(spent[0]), float(spent[1]))
+    assert spent[0] <= Decimal(repr(account.budget_epsilon))
+    assert spent[1] <= Decimal(repr(account.budget_delta))
+
+
+def _database_urls() -> list[str]:
+    urls = ["sqlite"]
+    if os.environ.get("PRIVGATE_TEST_POSTGRES_URL"):
+        urls.append("postgresql")
+    return urls
+
+
+def _url(kind: str, tmp_path: Path) -> str:
+    return (
+        default_ledger_url(tmp_path)
+        if kind == "sqlite"
+        else os.environ["PRIVGATE_TEST_POSTGRES_URL"]
+    )
+
+
+@pytest.fixture(params=_database_urls())
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return _url(request.param, tmp_path)
+
+
+def test_equal_charges_from_six_processes_fill_the_budget_exactly(tmp_path: Path) -> None:
+    url = default_ledger_url(tmp_path)
+    with BudgetLedger(url) as ledger:
+        ledger.open_account("adult", 3.0)
+    children = []
+    for worker in range(6):
+        report = tmp_path / f"w{worker}.jsonl"
+        children.append((_equal_writer, (url, "adult", worker, 20, report)))
+    assert _run(children, FORK.Event()) == [0] * 6
+    reports = _reports(tmp_path)
+    # 120 attempts of 0.05 against 3.0: exactly 60 fit, whoever wins the races.
+    assert len(reports) == 60
+    with BudgetLedger(url) as ledger:
+        _assert_ledger_matches(ledger, "adult", reports)
+        assert ledger.account("adult").remaining == (0.0, 0.0)
+
+
+def _equal_writer(url: str, dataset: str, worker: int, attempts: int, report: Path, start) -> None:
+    start.wait()
+    ledger = BudgetLedger(url)
+    for attempt in range(attempts):
+        release = f"w{worker}-a{attempt}"
+        try:
+            entries = ledger.charge(
+                dataset,
+                release_id=release,
+                run_id=f"run-{worker}",
+                spends=[FakeSpend("laplace", 0.05)],
+            )
+        except BudgetExceededError:
+            continue
+        _report(report, release, entries)
+    ledger.close()
+
+
+def test_mixed_multi_spend_charges_never_overdraw_or_lose_a_spend(url: str, tmp_path: Path) -> None:
+    dataset = f"adult-{uuid.uuid4().hex[:8]}"
+    with BudgetLedger(url) as ledger:
+        ledger.open_account(dataset, 2.0, 1e-7)
+    children = [
+        (_writer, (url, dataset, worker, 20, tmp_path / f"w{worker}.jsonl")) for worker in range(6)
+    ]
+    assert _run(children, FORK.Event()) == [0] * 6
+    reports = _reports(tmp_path)
+    asked = sum(len(_spends(w, a)) for w in range(6) for a in range(20))
+    succeeded = sum(len(report["ids"]) for report in reports)
+    assert 0 < succeeded < asked, "the budget should admit some charges and refuse others"
+    with BudgetLedger(url) as ledger:
+        _assert_ledger_matches(ledger, dataset, reports)
+
+
+@pytest.mark.parametrize("rows_before_crash", [1, 3])
+def test_a_crash_inside_a_charge_leaves_none_of_it(tmp_path: Path, rows_before_crash: int) -> None:
+    url = default_ledger_url(tmp_path)
+    with BudgetLedger(url) as ledger:
+        ledger.open_account("adult", 1.0)
+        ledger.charge("adult", release_id="r0", run_id="x", spends=[FakeSpend("laplace", 0.25)])
+    child = FORK.Process(target=_die_inside_charge, args=(url, rows_before_crash))
+    child.start()
+    child.join(JOIN_TIMEOUT)
+    assert child.exitcode == 1
+    with BudgetLedger(url) as ledger:
+        assert ledger.entries("adult", "crashed") == []
+        assert ledger.account("adult").spent_epsilon == 0.25
+        # The dead writer's lock is gone and the file is intact: the next charge goes through.
+        ledger.charge("adult", release_id="r1", run_id="y", spends=[FakeSpend("laplace", 0.75)])
+        assert ledger.account("adult").remaining == (0.0, 0.0)
+    with sqlite3.connect(tmp_path / "privacy-ledger.sqlite") as raw:
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _die_inside_charge(url: str, rows_before_crash: int) -> None:
+    insert = BudgetLedger._insert_entry
+    inserted = 0
+
+    def insert_then_die(self, connection, values) -> None:
+        nonlocal inserted
+        insert(self, connection, values)
+        inserted += 1
+        if inserted == rows_before_crash:
+            os._exit(1)
+
+    BudgetLedger._insert_entry = insert_then_die
+    ledger = BudgetLedger(url)
+    ledger.charge(
+        "adult",
+        release_id="crashed",
+        run_id="z",
+        spends=[FakeSpend("laplace", 0.1), FakeSpend("laplace", 0.1), FakeSpend("laplace", 0.1)],
+    )
+    os._exit(3)  # pragma: no cover - never reached
+
+
+def test_a_crash_after_the_noise_was_drawn_still_counts(tmp_path: Path) -> None:
+    url = default_ledger_url(tmp_path)
+    with BudgetLedger(url) as ledger:
+        ledger.open_account("adult", 1.0)
+    child = FORK.Process(target=_charge_draw_and_die, args=(url,))
+    child.start()
+    child.join(JOIN_TIMEOUT)
+    assert child.exitcode == 1
+    with BudgetLedger(url) as ledger:
+        (entry,) = ledger.entries("adult", "noisy")
+        assert (entry.epsilon, entry.run_id) == (0.6, "dead-run")
+        account = ledger.account("adult")
+        assert account.remaining == (0.4, 0.0)
+        assert account.published == {}
+        with pytest.raises(BudgetExceededError, match=r"remaining \(epsilon=0.4"):
+            ledger.check("adult", 0.6)
+
+
+def _charge_draw_and_die(url: str) -> None:
+    ledger = BudgetLedger(url)
+    ledger.charge(
+        "adult", release_id="noisy", run_id="dead-run", spends=[FakeSpend("laplace", 0.6)]
+    )
+    np.random.default_rng(0).laplace(scale=1 / 0.6, size=100)  # the noise, then the crash
+    os._exit(1)
+
+
+def test_writers_and_crashing_writers_together(tmp_path: Path) -> None:
+    url = default_ledger_url(tmp_path)
+    with BudgetLedger(url) as ledger:
+        ledger.open_account("adult", 2.0, 1e-7)
+    children = [
+        (_writer, (url, "adult", worker, 15, tmp_path / f"w{worker}.jsonl")) for worker in range(3)
+    ]
+    children += [
+        (_crasher, (url, "adult", worker, crash_at, tmp_path / f"c{worker}.jsonl"))
+        for worker, crash_at in ((3, 2), (4, 5), (5, 8))
+    ]
+    assert _run(children, FORK.Event()) == [0, 0, 0, 1, 1, 1]
+    reports = _reports(tmp_path)
+    with BudgetLedger(url) as ledger:
+        _assert_ledger_matches(ledger, "adult", reports)
+        crashed = {f"c{worker}-a{crash_at}" for worker, crash_at in ((3, 2), (4, 5), (5, 8))}
+        assert not [e for e in ledger.entries("adult") if e.release_id in crashed]
