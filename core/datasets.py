@@ -453,3 +453,152 @@ DATASET_LOADERS: dict[str, Callable[[PathLike], pd.DataFrame]] = {
     "bank_marketing": load_bank_marketing,
     "breast_cancer_wisconsin": load_breast_cancer_wisconsin,
 }
+
+
+# --------------------------------------------------------------------------------------------
+# UCI Soybean (Large)
+# --------------------------------------------------------------------------------------------
+
+#: Column names of UCI Soybean (Large): the class, then the 35 attributes in file order. The
+#: names follow ``soybean-large.names``; the two containing a space there (``external decay``,
+#: ``fruit spots``) are hyphenated like all the others.
+SOYBEAN_LARGE_COLUMNS: tuple[str, ...] = (
+    "class",
+    "date",
+    "plant-stand",
+    "precip",
+    "temp",
+    "hail",
+    "crop-hist",
+    "area-damaged",
+    "severity",
+    "seed-tmt",
+    "germination",
+    "plant-growth",
+    "leaves",
+    "leafspots-halo",
+    "leafspots-marg",
+    "leafspot-size",
+    "leaf-shread",
+    "leaf-malf",
+    "leaf-mild",
+    "stem",
+    "lodging",
+    "stem-cankers",
+    "canker-lesion",
+    "fruiting-bodies",
+    "external-decay",
+    "mycelium",
+    "int-discolor",
+    "sclerotia",
+    "fruit-pods",
+    "fruit-spots",
+    "seed",
+    "mold-growth",
+    "seed-discolor",
+    "seed-size",
+    "shriveling",
+    "roots",
+)
+#: The 19 disease classes of the UCI training file (the test file uses the same names).
+_SOYBEAN_LARGE_CLASSES = frozenset(
+    {
+        "diaporthe-stem-canker",
+        "charcoal-rot",
+        "rhizoctonia-root-rot",
+        "phytophthora-rot",
+        "brown-stem-rot",
+        "powdery-mildew",
+        "downy-mildew",
+        "brown-spot",
+        "bacterial-blight",
+        "bacterial-pustule",
+        "purple-seed-stain",
+        "anthracnose",
+        "phyllosticta-leaf-spot",
+        "alternarialeaf-spot",
+        "frog-eye-leaf-spot",
+        "diaporthe-pod-&-stem-blight",
+        "cyst-nematode",
+        "2-4-d-injury",
+        "herbicide-injury",
+    }
+)
+
+
+def _soybean_header_name(name: str) -> str:
+    """Normalise a header cell the way :data:`SOYBEAN_LARGE_COLUMNS` spells names."""
+    return "-".join(name.strip().lower().split())
+
+
+def load_soybean_large(path: PathLike) -> pd.DataFrame:
+    """Load UCI Soybean (Large), ``soybean-large.data`` or the common copy with a header row.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Path to UCI's ``soybean-large.data`` (no header) or to a copy whose first line is the
+        attribute names (``Class,date,plant-stand,...``), such as the ``soybean-large.csv`` in
+        ``shared/data/soybean_large``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The 36 columns of :data:`SOYBEAN_LARGE_COLUMNS`: ``class`` as ``"string"`` (one of the
+        19 disease names) and the 35 attributes as ``Int64`` codes, ``<NA>`` where the file has
+        ``?``.
+
+    Raises
+    ------
+    core.exceptions.IngestError
+        If the file is missing or empty, a header row does not name the 36 columns, a row does
+        not have 36 fields, an attribute is neither an integer nor ``?``, or a class is not one
+        of the 19 diseases. The message names the file and the 1-based line number.
+
+    Notes
+    -----
+    * **Header or not.** UCI ships no header; the widely copied CSV adds one (first cell
+      ``Class``). A first line whose first cell is ``class`` (any case) is read as a header and
+      checked against the expected names (case, surrounding space and inner spaces vs hyphens
+      ignored), so both layouts load to the same frame and a shuffled header fails loudly.
+    * **CRLF line endings** of the CSV copy are handled by universal newlines.
+    * **Missing marker ``?``** (712 times in the training file, in 34 of the 35 attributes,
+      concentrated in a few classes). It becomes ``<NA>``; the loader neither imputes nor drops,
+      so the caller's choice is visible (FELP, for instance, needs a complete matrix).
+    * **Attributes are categorical codes** (small integers, some ordinal such as ``date`` or
+      ``severity``, some nominal); they are kept as integers, not one-hot encoded.
+    """
+    file_path = Path(path)
+    lines = _read_lines(file_path)
+    first = next(csv.reader([lines[0]], delimiter=","))
+    skip = 0
+    if first and first[0].strip().lower() == "class":
+        names = [_soybean_header_name(name) for name in first]
+        if names != list(SOYBEAN_LARGE_COLUMNS):
+            raise IngestError(
+                f"{file_path}: line 1: not a Soybean (Large) header; expected "
+                f"{','.join(SOYBEAN_LARGE_COLUMNS)}, found {lines[0].strip()}"
+            )
+        skip = 1
+    records, numbers = _split_records(
+        file_path,
+        lines[skip:],
+        first_line_number=skip + 1,
+        delimiter=",",
+        n_fields=len(SOYBEAN_LARGE_COLUMNS),
+    )
+    frame = _build_frame(
+        file_path,
+        records,
+        numbers,
+        SOYBEAN_LARGE_COLUMNS,
+        frozenset(SOYBEAN_LARGE_COLUMNS[1:]),
+        missing="?",
+    )
+    bad = _first_bad_label(frame["class"], _SOYBEAN_LARGE_CLASSES)
+    if bad is not None:
+        raise IngestError(
+            f"{file_path}: line {numbers[bad]}: column 'class': expected one of the 19 Soybean "
+            f"(Large) diseases, found {frame['class'].iloc[bad]!r}"
+        )
+    return frame

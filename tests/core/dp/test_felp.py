@@ -1,0 +1,327 @@
+"""Tests of FELP (core.dp.felp), its unhardened noise sampler and the Soybean (Large) loader."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.model_selection import cross_val_score
+from sklearn.neighbors import KNeighborsClassifier
+
+from core.datasets import SOYBEAN_LARGE_COLUMNS, load_breast_cancer_wisconsin, load_soybean_large
+from core.dp import Accountant, PrivacyParameterError
+from core.dp.felp import (
+    FELP_MECHANISM,
+    FELPParameterError,
+    clip_to_unit_norm,
+    felp_select,
+    felp_sensitivity,
+    local_learning_weights,
+    nearest_hit_miss_margins,
+)
+from core.dp.unhardened_noise import sample_unhardened_l2_laplace_vector
+from core.exceptions import BudgetExceededError, IngestError, PolicyError
+
+
+def _informative_data(
+    n: int = 240, d: int = 8, informative: tuple[int, ...] = (2, 5), seed: int = 0
+):
+    """Two classes; the ``informative`` columns are shifted by class, the others pure noise."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.random((n, d))
+    for column in informative:
+        X[:, column] = 0.3 * rng.random(n) + 0.7 * y
+    return X, y
+
+
+# --------------------------------------------------------------------------------------------
+# Margins and the local learner
+
+
+def _brute_force_margins(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(X)
+    for i in range(len(X)):
+        hit = miss = None
+        best_hit = best_miss = math.inf
+        for j in range(len(X)):
+            if j == i:
+                continue
+            dist = sum(abs(a - b) for a, b in zip(X[i], X[j], strict=True))
+            if y[j] == y[i] and dist < best_hit:
+                hit, best_hit = j, dist
+            if y[j] != y[i] and dist < best_miss:
+                miss, best_miss = j, dist
+        if hit is not None and miss is not None:
+            out[i] = [
+                abs(X[i, k] - X[miss, k]) - abs(X[i, k] - X[hit, k]) for k in range(X.shape[1])
+            ]
+    return out
+
+
+def test_margins_match_brute_force_nearest_hit_and_miss() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.random((9, 3))
+    y = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    np.testing.assert_allclose(nearest_hit_miss_margins(X, y), _brute_force_margins(X, y))
+
+
+def test_margins_hand_example_and_record_without_hit() -> None:
+    X = np.array([[0.0, 0.0], [0.1, 0.9], [1.0, 0.0], [0.5, 0.5]])
+    y = np.array(["a", "a", "b", "c"])  # "b" and "c" have a single record: no nearest hit
+    margins = nearest_hit_miss_margins(X, y)
+    # Record 0: hit = record 1; records 2 and 3 are both misses at L1 1.0, the tie goes to 2.
+    np.testing.assert_allclose(margins[0], [1.0 - 0.1, 0.0 - 0.9])
+    np.testing.assert_array_equal(margins[2], [0.0, 0.0])
+    np.testing.assert_array_equal(margins[3], [0.0, 0.0])
+
+
+def test_clip_to_unit_norm_bounds_long_rows_and_keeps_short_ones() -> None:
+    Z = np.array([[3.0, 4.0], [0.3, -0.4], [0.0, 0.0]])
+    clipped = clip_to_unit_norm(Z)
+    np.testing.assert_allclose(clipped, [[0.6, 0.8], [0.3, -0.4], [0.0, 0.0]])
+
+
+def test_weight_learner_finds_the_informative_feature() -> None:
+    rng = np.random.default_rng(1)
+    Z = rng.normal(0.0, 0.2, size=(300, 5))
+    Z[:, 3] += 0.3  # only feature 3 has margins that favour separating the classes
+    Z = clip_to_unit_norm(Z)
+    lam = 0.1
+    w = local_learning_weights(Z, lam)
+    assert int(np.argmax(w)) == 3
+    assert (w >= 0).all()
+    assert w[3] > 5 * np.delete(w, 3).max()
+    # First-order optimality: zero gradient where w > 0, non-negative gradient where w = 0.
+    gradient = -(Z.T @ (1.0 / (1.0 + np.exp(Z @ w)))) / len(Z) + lam * w
+    active = w > 1e-8
+    np.testing.assert_allclose(gradient[active], 0.0, atol=1e-6)
+    assert (gradient[~active] > -1e-6).all()
+
+
+def test_non_private_felp_selects_the_informative_features() -> None:
+    X, y = _informative_data(informative=(2, 5))
+    result = felp_select(X, y, n_keep=2, epsilon=None, random_state=0)
+    assert set(result.selected) == {2, 5}
+    assert not result.noisy and result.epsilon is None and result.sensitivity is None
+    assert result.n_subsets == 20 and result.beta == 0.9 and result.lam == 1.0
+    assert result.weights.shape == (8,)
+    json.dumps(result.to_dict())
+
+
+def test_random_state_seeds_the_subsets_but_not_the_noise() -> None:
+    X, y = _informative_data()
+    a = felp_select(X, y, n_keep=2, epsilon=None, random_state=7)
+    b = felp_select(X, y, n_keep=2, epsilon=None, random_state=7)
+    c = felp_select(X, y, n_keep=2, epsilon=None, random_state=8)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert not np.array_equal(a.weights, c.weights)
+    p = felp_select(X, y, n_keep=2, epsilon=1.0, random_state=7)
+    q = felp_select(X, y, n_keep=2, epsilon=1.0, random_state=7)
+    assert not np.array_equal(p.weights, q.weights)
+
+
+def test_public_bounds_replace_the_data_range() -> None:
+    X, y = _informative_data(informative=(2,))
+    X[:, 2] *= 0.01  # still informative, but tiny compared with public bounds [0, 100]
+    by_data = felp_select(X, y, n_keep=1, epsilon=None, random_state=0)
+    by_bounds = felp_select(X, y, n_keep=1, epsilon=None, random_state=0, bounds=(0.0, 100.0))
+    assert by_data.selected == [2]
+    assert by_bounds.weights[2] < by_data.weights[2]
+
+
+# --------------------------------------------------------------------------------------------
+# The unhardened noise sampler
+
+
+def test_noise_direction_is_uniform_and_norm_is_gamma() -> None:
+    d, scale, draws = 3, 0.5, 20_000
+    samples = np.array([sample_unhardened_l2_laplace_vector(d, scale) for _ in range(draws)])
+    norms = np.linalg.norm(samples, axis=1)
+    directions = samples / norms[:, None]
+    # Uniform on the sphere: each coordinate of the direction has mean 0 (sd 1/sqrt(3 draws)).
+    assert np.abs(directions.mean(axis=0)).max() < 5 / math.sqrt(3 * draws)
+    # ... and is symmetric: about half of each coordinate is positive.
+    positive = (samples > 0).mean(axis=0)
+    assert np.abs(positive - 0.5).max() < 5 * 0.5 / math.sqrt(draws)
+    assert stats.kstest(norms, stats.gamma(a=d, scale=scale).cdf).pvalue > 1e-3
+    # The test can fail: the same norms are far from a Gamma with twice the scale or shape d-1.
+    assert stats.kstest(norms, stats.gamma(a=d, scale=2 * scale).cdf).pvalue < 1e-6
+    assert stats.kstest(norms, stats.gamma(a=d - 1, scale=scale).cdf).pvalue < 1e-6
+
+
+def test_noise_is_seeded_from_the_os_and_takes_no_seed() -> None:
+    assert list(inspect.signature(sample_unhardened_l2_laplace_vector).parameters) == ["d", "scale"]
+    np.random.seed(0)
+    first = sample_unhardened_l2_laplace_vector(4, 1.0)
+    np.random.seed(0)
+    second = sample_unhardened_l2_laplace_vector(4, 1.0)
+    assert first.shape == (4,)
+    assert not np.array_equal(first, second)
+    doc = inspect.getdoc(sample_unhardened_l2_laplace_vector) or ""
+    assert "UNHARDENED" in doc and "floating-point" in doc
+
+
+@pytest.mark.parametrize(("d", "scale"), [(0, 1.0), (2.5, 1.0), (2, 0.0), (2, -1.0), (2, math.inf)])
+def test_noise_rejects_bad_arguments(d, scale) -> None:
+    with pytest.raises(ValueError):
+        sample_unhardened_l2_laplace_vector(d, scale)
+
+
+# --------------------------------------------------------------------------------------------
+# Accounting and calibration
+
+
+def test_spend_is_charged_with_epsilon_and_sensitivity() -> None:
+    X, y = _informative_data(n=200)
+    accountant = Accountant()
+    result = felp_select(X, y, n_keep=2, epsilon=0.3, lam=0.5, accountant=accountant)
+    (spend,) = accountant.entries
+    assert spend.mechanism == FELP_MECHANISM == "felp_l2_laplace_vector"
+    assert spend.epsilon == 0.3 and spend.delta == 0.0
+    assert spend.sensitivity == pytest.approx(2 / (200 * 0.5))
+    assert spend.step == "felp weights"
+    assert spend.scale == pytest.approx(2 / (200 * 0.5 * 0.3))
+    assert result.noisy and result.epsilon == 0.3
+    assert result.sensitivity == pytest.approx(2 / (200 * 0.5))
+    assert accountant.total == (0.3, 0.0)
+
+
+def test_non_private_run_charges_nothing() -> None:
+    X, y = _informative_data(n=100)
+    accountant = Accountant()
+    felp_select(X, y, n_keep=1, epsilon=None, accountant=accountant)
+    assert accountant.entries == []
+
+
+def test_over_budget_charge_raises_before_any_noise() -> None:
+    X, y = _informative_data(n=100)
+    accountant = Accountant(budget=(0.5, 0.0))
+    with pytest.raises(BudgetExceededError) as info:
+        felp_select(X, y, n_keep=1, epsilon=1.0, accountant=accountant)
+    assert info.value.remaining == (0.5, 0.0)
+    assert accountant.entries == []
+
+
+def test_calibrations() -> None:
+    assert felp_sensitivity(1000, 2.0) == pytest.approx(1e-3)
+    assert felp_sensitivity(1000, 2.0, beta=0.9, calibration="subset") == pytest.approx(2 / 1800)
+    assert felp_sensitivity(1000, 2.0, calibration="worst_case") == pytest.approx(1.0)
+    X, y = _informative_data(n=100)
+    accountant = Accountant()
+    felp_select(X, y, n_keep=1, epsilon=1.0, beta=0.5, calibration="subset", accountant=accountant)
+    assert accountant.entries[0].sensitivity == pytest.approx(2 / 50)
+
+
+# --------------------------------------------------------------------------------------------
+# Invalid arguments
+
+
+@pytest.mark.parametrize("epsilon", [0, -1.0, math.nan, math.inf, "1"])
+def test_invalid_epsilon(epsilon) -> None:
+    X, y = _informative_data(n=50)
+    with pytest.raises(PrivacyParameterError, match="epsilon"):
+        felp_select(X, y, n_keep=1, epsilon=epsilon)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"n_keep": 0}, "n_keep"),
+        ({"n_keep": 9}, "n_keep"),
+        ({"n_keep": 1.5}, "n_keep"),
+        ({"beta": 0.0}, "beta"),
+        ({"beta": 1.2}, "beta"),
+        ({"beta": math.nan}, "beta"),
+        ({"lam": 0.0}, "lam"),
+        ({"n_subsets": 0}, "n_subsets"),
+        ({"calibration": "optimistic"}, "calibration"),
+        ({"bounds": (1.0, 0.0)}, "bounds"),
+    ],
+)
+def test_invalid_settings_name_the_setting(kwargs, name) -> None:
+    X, y = _informative_data(n=50)
+    arguments = {"n_keep": 1, "epsilon": 1.0} | kwargs
+    with pytest.raises(FELPParameterError, match=name) as info:
+        felp_select(X, y, **arguments)
+    assert isinstance(info.value, PolicyError) and isinstance(info.value, ValueError)
+
+
+def test_invalid_data() -> None:
+    X, y = _informative_data(n=50)
+    X[4, 3] = np.nan
+    with pytest.raises(FELPParameterError, match="column 3, row 4"):
+        felp_select(X, y, n_keep=1, epsilon=None)
+    with pytest.raises(FELPParameterError, match="single class"):
+        felp_select(np.ones((5, 2)), np.zeros(5), n_keep=1, epsilon=None)
+    with pytest.raises(FELPParameterError, match="one label per row"):
+        felp_select(np.ones((5, 2)), np.zeros(4), n_keep=1, epsilon=None)
+
+
+# --------------------------------------------------------------------------------------------
+# Real data
+
+
+def test_felp_on_breast_cancer_wisconsin(shared_data) -> None:
+    frame = load_breast_cancer_wisconsin(
+        shared_data("breast_cancer_wisconsin/breast-cancer-wisconsin.data")
+    ).dropna()
+    X = frame.drop(columns=["sample_code_number", "class"]).to_numpy(dtype=float)
+    y = frame["class"].to_numpy(dtype=int)
+    assert X.shape == (683, 9)
+    accountant = Accountant()
+    plain = felp_select(X, y, n_keep=3, epsilon=None, random_state=0)
+    noisy = felp_select(X, y, n_keep=3, epsilon=1.0, random_state=0, accountant=accountant)
+    assert (plain.weights > 0).all()  # every BCW attribute separates benign from malignant
+    assert accountant.entries[0].sensitivity == pytest.approx(2 / 683)
+    assert len(noisy.selected) == 3 and len(set(noisy.selected)) == 3
+    knn = KNeighborsClassifier(n_neighbors=3, n_jobs=1)
+    accuracy = cross_val_score(knn, X[:, plain.selected], y, cv=10).mean()
+    assert accuracy > 0.93
+
+
+# --------------------------------------------------------------------------------------------
+# The Soybean (Large) loader
+
+
+def test_soybean_large_real_file(shared_data) -> None:
+    frame = load_soybean_large(shared_data("soybean_large/soybean-large.csv"))
+    assert frame.shape == (307, 36)
+    assert list(frame.columns) == list(SOYBEAN_LARGE_COLUMNS)
+    assert str(frame["class"].dtype) == "string"
+    assert all(str(frame[c].dtype) == "Int64" for c in SOYBEAN_LARGE_COLUMNS[1:])
+    assert int(frame.isna().sum().sum()) == 712
+    assert frame["class"].nunique() == 19
+    assert int((frame["class"] == "2-4-d-injury").sum()) == 1
+
+
+def test_soybean_large_without_header_loads_the_same(shared_data, tmp_path: Path) -> None:
+    source = shared_data("soybean_large/soybean-large.csv")
+    lines = source.read_text(encoding="utf-8").splitlines()
+    headerless = tmp_path / "soybean-large.data"
+    headerless.write_text("\n".join(lines[1:]) + "\n", encoding="utf-8")
+    a, b = load_soybean_large(source), load_soybean_large(headerless)
+    assert a.equals(b)
+
+
+def test_soybean_large_errors_name_line(tmp_path: Path) -> None:
+    row = ",".join(["0"] * 35)
+    bad_label = tmp_path / "a.csv"
+    bad_label.write_text(f"brown-spot,{row}\nrust,{row}\n", encoding="utf-8")
+    with pytest.raises(IngestError, match=r"line 2: column 'class'.*'rust'"):
+        load_soybean_large(bad_label)
+    bad_header = tmp_path / "b.csv"
+    bad_header.write_text(
+        "Class," + ",".join(["x"] * 35) + f"\nbrown-spot,{row}\n", encoding="utf-8"
+    )
+    with pytest.raises(IngestError, match="line 1: not a Soybean"):
+        load_soybean_large(bad_header)
+    bad_value = tmp_path / "c.csv"
+    bad_value.write_text(f"brown-spot,{row}\nbrown-spot,x{row[1:]}\n", encoding="utf-8")
+    with pytest.raises(IngestError, match="line 2: column 'date'"):
+        load_soybean_large(bad_value)
