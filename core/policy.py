@@ -618,11 +618,39 @@ class ReleasePolicy(_Strict):
         dp = self.differential_privacy
         if dp is None:
             return
-        if self.algorithm.name is not Algorithm.OPTIMAL or self.algorithm.model_fields_set:
+        if self.algorithm != AlgorithmSpec():
             raise ValueError(
                 "algorithm: a differentially private release is produced by "
                 "differential_privacy.method; remove the 'algorithm' section"
             )
+        thresholds = self.utility.thresholds if self.utility is not None else None
+        if thresholds is not None:
+            unsupported = [
+                key
+                for key, value in thresholds.model_dump().items()
+                if value is not None and key not in ("min_f_measure", "min_match_point")
+            ]
+            if unsupported:
+                raise ValueError(
+                    f"utility.thresholds: {unsupported} do not apply to a differentially "
+                    "private release; it is checked by min_f_measure and min_match_point "
+                    "(clustering agreement)"
+                )
+            measured = (thresholds.min_f_measure, thresholds.min_match_point)
+            if any(v is not None for v in measured) and dp.clusters is None:
+                raise ValueError(
+                    "utility.thresholds: min_f_measure and min_match_point of a DP release need "
+                    "differential_privacy.clusters (the owner's clustering to compare with)"
+                )
+        for name in self.quasi_identifiers:
+            spec = self.columns[name]
+            numeric = spec.type in (ColumnType.INTEGER, ColumnType.FLOAT)
+            if numeric and (spec.minimum is None or spec.maximum is None):
+                raise ValueError(
+                    f"columns.{name}: a differentially private release needs the public range "
+                    "of every numeric quasi-identifier; declare 'minimum' and 'maximum' (never "
+                    "taken from the data, which would leak it)"
+                )
         if dp.class_column is not None:
             if dp.class_column not in self.columns:
                 raise ValueError(

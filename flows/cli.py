@@ -6,6 +6,7 @@
     privgate serve POLICY...            serve nightly deployments (cron 0 2 * * *) from this process
     privgate verify FILE --qi a,b --k 5 check an existing file, as the gate would
     privgate validate POLICY            ingest + schema + expectation suite only (no Prefect)
+    privgate budget DATASET             a dataset's lifetime privacy budget: spent, left, releases
 
 Every expected failure (bad policy, bad input, impossible k, blocked gate) ends with one line
 on stderr naming the setting, column or row, and a non-zero exit: 2 for an error, 3 for a
@@ -63,13 +64,15 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
     from flows.release import release_flow
 
     # Validate the policy and overrides before starting Prefect: a typo fails in milliseconds.
-    resolve_policy(policy_path, args.k, args.suppression_limit, overrides)
+    epsilon = getattr(args, "epsilon", None)
+    resolve_policy(policy_path, args.k, args.suppression_limit, overrides, epsilon)
     _quiet_expected_tracebacks()
     outcome = release_flow(
         ReleaseParameters(
             policy_path=str(policy_path),
             k=args.k,
             suppression_limit=args.suppression_limit,
+            epsilon=epsilon,
             release_date=args.release_date,
             dry_run=args.dry_run,
             overrides=overrides,
@@ -77,10 +80,20 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
     )
     gate = outcome["gate"]
     m = gate["measurements"]
-    print(
-        f"gate: PASSED ({m['rows']} rows, {m['classes']} classes, smallest class "
-        f"{m['min_class_size']}, {m['suppressed']} suppressed)"
-    )
+    if "differential_privacy" in outcome:
+        print(
+            f"gate: PASSED ({m['rows']} partitions; spent epsilon {m['run_epsilon']:g}, "
+            f"{m['remaining_epsilon']:g} of {m['budget_epsilon']:g} left)"
+        )
+    else:
+        print(
+            f"gate: PASSED ({m['rows']} rows, {m['classes']} classes, smallest class "
+            f"{m['min_class_size']}, {m['suppressed']} suppressed)"
+        )
+    for tier in outcome.get("tiers", []):
+        print(f"tier {tier['tier']}: k-anonymity covers {', '.join(tier['covers'])}")
+    for release in outcome.get("releases", [])[:-1]:
+        print(f"release: {release['path'] or release['release_id']}")
     if outcome["published"]:
         print(f"release: {outcome['path']}")
     else:
@@ -190,10 +203,40 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if outcome["valid"] else 2
 
 
+def cmd_budget(args: argparse.Namespace) -> int:
+    from core.dp.ledger import BudgetLedger, default_ledger_url
+
+    if args.ledger:
+        url = args.ledger
+    elif args.policy:
+        from core.dp.release import ledger_url_for
+        from core.policy import load_policy
+
+        policy = load_policy(args.policy)
+        if not policy.is_differentially_private:
+            raise PrivgateError(f"{args.policy}: not a differential_privacy policy; no ledger")
+        url = ledger_url_for(policy)
+    else:
+        url = default_ledger_url(Path(args.output or "releases").resolve())
+    account = BudgetLedger(url).account(args.dataset)
+    if args.json:
+        print(json.dumps(account.to_dict(), indent=2, default=str))
+    else:
+        print(account.describe())
+    return 0
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
 
 
@@ -226,6 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
             help="release date, YYYY-MM-DD (default: today, UTC)",
         )
         p.add_argument("--dry-run", action="store_true", help="verify but do not publish")
+        p.add_argument(
+            "--epsilon",
+            type=_positive_float,
+            help="override differential_privacy.epsilon (DP policies only)",
+        )
 
     run = sub.add_parser("run", help="run one release of a policy")
     run.add_argument("policy", help="release policy (YAML)")
@@ -290,6 +338,20 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--docs", help="write the input suite's Data Docs into this folder")
     validate.add_argument("--json", action="store_true", help="print the outcome as JSON")
     validate.set_defaults(func=cmd_validate)
+
+    budget = sub.add_parser(
+        "budget", help="show a dataset's lifetime privacy budget, its spends and releases"
+    )
+    budget.add_argument("dataset", help="dataset name, as in the policy's 'dataset'")
+    where = budget.add_mutually_exclusive_group()
+    where.add_argument("--ledger", help="ledger URL (any SQLAlchemy URL)")
+    where.add_argument("--policy", help="a DP policy: use the ledger it charges")
+    where.add_argument(
+        "--output",
+        help="release folder whose privacy-ledger.sqlite to read (default: ./releases)",
+    )
+    budget.add_argument("--json", action="store_true", help="print the account as JSON")
+    budget.set_defaults(func=cmd_budget)
     return parser
 
 
@@ -304,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("privgate: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and cut short: not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

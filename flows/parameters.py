@@ -32,6 +32,13 @@ class ReleaseParameters(BaseModel):
         le=1.0,
         description="Override privacy.suppression_limit, a fraction of the records (0-1).",
     )
+    epsilon: float | None = Field(
+        default=None,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="Override differential_privacy.epsilon, the privacy budget this run spends "
+        "(DP policies only; blank: the policy's). Charged to the dataset's lifetime budget.",
+    )
     release_date: date | None = Field(
         default=None,
         description="Date of the release, part of its id (blank: today, UTC). A rerun for the "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from core.exceptions import PolicyError
 from core.policy import ReleasePolicy, load_policy
 
 
@@ -17,10 +18,31 @@ def resolve_policy(
     k: int | None = None,
     suppression_limit: float | None = None,
     overrides: dict[str, Any] | None = None,
+    epsilon: float | None = None,
 ) -> ReleasePolicy:
-    """Load a policy and apply run-time overrides (validated like the file itself)."""
+    """Load a policy and apply run-time overrides (validated like the file itself).
+
+    ``k`` and ``suppression_limit`` apply to k-anonymous releases, ``epsilon`` to
+    differentially private ones; an override the policy cannot take is refused by name rather
+    than ignored.
+    """
     policy = load_policy(policy_path)
     changes = dict(overrides or {})
+    if policy.is_differentially_private:
+        for name, value in (("k", k), ("suppression_limit", suppression_limit)):
+            if value is not None:
+                raise PolicyError(
+                    f"{policy_path}: override {name}: the policy makes a differentially "
+                    "private release (differential_privacy), which has no privacy."
+                    f"{name}; override epsilon instead"
+                )
+        if epsilon is not None:
+            changes["differential_privacy.epsilon"] = epsilon
+    elif epsilon is not None:
+        raise PolicyError(
+            f"{policy_path}: override epsilon: the policy makes a k-anonymous release "
+            "(privacy); epsilon applies to differential_privacy policies only"
+        )
     if k is not None:
         changes["privacy.k"] = k
     if suppression_limit is not None:

@@ -1,5 +1,5 @@
-"""The release flow: fingerprint -> ingest -> validate -> input expectations -> anonymize ->
-utility -> verify + gate -> release expectations -> publish.
+"""The release flow: fingerprint -> ingest -> validate -> input expectations -> rank ->
+anonymize -> utility -> verify + gate -> release expectations -> publish.
 
 Nothing is published unless the privacy gate passes on the file as written and the utility gate
 passes on the measured utility. A blocked gate or a failure at any stage discards the staging
@@ -10,11 +10,17 @@ gates leaves a report: ``report.html`` next to the manifest when published,
 artifacts on the Prefect run in every case (dry runs included). Stage results are persisted
 and keyed by the data and the policy sections each stage reads (see ``tasks/_caching.py``),
 so retrying a failed run redoes only what failed.
+
+The ranking stage runs when the policy has a ``ranking`` section (RFKA and tiered releases use
+it). A tiered policy computes every tiered release E = 1..n in one run and publishes the tiers
+the policy names, each as its own release ``<release-id>-e<E>`` whose manifest states the
+columns its k-anonymity covers. A ``differential_privacy`` policy takes the DP branch
+(:mod:`flows.dp_release`): the ε ledger, not k-anonymity, is what its gate verifies.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from prefect import flow
 from prefect.logging import get_run_logger
@@ -22,24 +28,28 @@ from prefect.runtime import flow_run
 from prefect.states import Completed
 
 from core import stages
-from core.exceptions import GateBlockedError, UtilityBlockedError
+from core.exceptions import GateBlockedError, PrivgateError, UtilityBlockedError
+from core.hierarchy import Hierarchy
+from core.policy import Algorithm, ReleasePolicy
 from core.publish import discard, sha256_file
 from core.report import REPORT_FILE, blocked_report_path, build_report
 from flows.parameters import ReleaseParameters
 from flows.policy_overrides import resolve_policy
-from tasks.anonymize import anonymize_task
+from tasks.anonymize import anonymize_task, anonymize_tiers_task
 from tasks.expectations import input_expectations_task, release_expectations_task
 from tasks.fingerprint import fingerprint_task
 from tasks.gate import gate_task
 from tasks.ingest import ingest_task
 from tasks.publish import publish_task
+from tasks.rank import rank_task
 from tasks.report import report_task
 from tasks.utility import utility_gate_task, utility_task, utility_token
 from tasks.validate import validate_task
 
 #: The policy sections each cached stage reads (its cache token covers exactly these).
 _INGEST_SECTIONS = ("dataset", "input", "columns")
-_ANONYMIZE_SECTIONS = ("dataset", "input", "columns", "privacy", "algorithm")
+_RANK_SECTIONS = ("dataset", "input", "columns", "ranking")
+_ANONYMIZE_SECTIONS = ("dataset", "input", "columns", "privacy", "algorithm", "ranking")
 
 
 @flow(name="privgate-release", log_prints=True)
@@ -49,17 +59,23 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     Parameters
     ----------
     parameters : ReleaseParameters
-        The policy path and run-time overrides (k, suppression limit, release date, dry run).
+        The policy path and run-time overrides (k, suppression limit, ε, release date, dry
+        run).
 
     Returns
     -------
     dict
-        Release id, path, whether it was published, the gate's decision and the metrics.
+        Release id, path, whether it was published, the gate's decision and the metrics (a
+        tiered run: those of the last published tier, and every tier under ``"tiers"``).
     """
     log = get_run_logger()
     p = parameters
-    policy = resolve_policy(p.policy_path, p.k, p.suppression_limit, p.overrides)
+    policy = resolve_policy(p.policy_path, p.k, p.suppression_limit, p.overrides, p.epsilon)
     release_date = p.release_date or datetime.now(UTC).date()
+    if policy.is_differentially_private:
+        from flows.dp_release import dp_release
+
+        return dp_release(policy, p, release_date)
     hierarchies = stages.load_hierarchies(policy)
     log.info(
         "policy %s: dataset %r, %d quasi-identifiers, k=%d, suppression limit %.2f%%, %s",
@@ -80,13 +96,92 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     input_expectations = input_expectations_task(
         validated, policy, hierarchies, run_name=release_id
     )
+    ranking = None
+    if policy.ranking is not None:
+        rank_token = stages.cache_token(policy, input_sha256, *_RANK_SECTIONS)
+        ranking = rank_task(validated, policy, rank_token)
     anonymize_token = stages.cache_token(policy, input_sha256, *_ANONYMIZE_SECTIONS)
     # The row order of the release depends only on what the search depends on, so a change to
     # another policy section (a utility threshold) keeps the cached search valid.
     shuffle_seed = int(anonymize_token[:12], 16)
-    table = anonymize_task(validated, policy, hierarchies, shuffle_seed, anonymize_token)
-    utility = utility_task(
+    context = _RunContext(policy, p, release_date, hierarchies, ingested, validated)
+    context.input_expectations = input_expectations
+    context.ranking = ranking
+    if policy.algorithm.name is not Algorithm.TIERED:
+        table = anonymize_task(
+            validated, policy, hierarchies, shuffle_seed, anonymize_token, ranking=ranking
+        )
+        return _verify_and_publish(context, table, release_id, anonymize_token, shuffle_seed)
+
+    tables = anonymize_tiers_task(
+        validated, policy, hierarchies, shuffle_seed, anonymize_token, ranking=ranking
+    )
+    wanted = policy.algorithm.release_tiers or [max(t.tier for t in tables)]
+    by_tier = {t.tier: t for t in tables}
+    missing = sorted(set(wanted) - set(by_tier))
+    if missing:
+        raise GateBlockedError(
+            f"algorithm.release_tiers: tiers {missing} do not exist; the ranking found tiers "
+            f"{sorted(by_tier)}"
+        )
+    outcomes, failures = [], []
+    for tier in sorted(wanted):
+        token = f"{anonymize_token}-e{tier}"
+        try:
+            state = _verify_and_publish(
+                context, by_tier[tier], f"{release_id}-e{tier}", token, shuffle_seed
+            )
+        except PrivgateError as exc:  # every requested tier is gated; the run fails after
+            failures.append(exc)
+            log.error("tier %d: %s", tier, exc)
+            continue
+        outcomes.append(state.data)
+    summary = [
+        {"tier": t.tier, "covers": t.covered, "loss": t.metrics["loss"]}
+        for t in sorted(tables, key=lambda t: t.tier)
+    ]
+    if failures:
+        raise failures[0]
+    outcome = dict(outcomes[-1], tiers=summary, releases=outcomes)
+    paths = ", ".join(str(o["path"] or o["release_id"]) for o in outcomes)
+    verb = "verified (dry run)" if p.dry_run else "published"
+    return Completed(message=f"{len(outcomes)} tiered releases {verb}: {paths}", data=outcome)
+
+
+class _RunContext:
+    """What every release of one run shares (a tiered run makes several)."""
+
+    def __init__(
+        self,
+        policy: ReleasePolicy,
+        parameters: ReleaseParameters,
+        release_date: date,
+        hierarchies: dict[str, Hierarchy],
+        ingested: stages.IngestedTable,
         validated,
+    ) -> None:
+        self.policy = policy
+        self.parameters = parameters
+        self.release_date = release_date
+        self.hierarchies = hierarchies
+        self.ingested = ingested
+        self.validated = validated
+        self.input_expectations = None
+        self.ranking = None
+
+
+def _verify_and_publish(
+    ctx: _RunContext,
+    table: stages.AnonymizedTable,
+    release_id: str,
+    anonymize_token: str,
+    shuffle_seed: int,
+):
+    """Measure, gate, report and (unless a dry run) publish one release table."""
+    log = get_run_logger()
+    policy, p, hierarchies, ingested = ctx.policy, ctx.parameters, ctx.hierarchies, ctx.ingested
+    utility = utility_task(
+        ctx.validated,
         table,
         policy,
         hierarchies,
@@ -105,26 +200,31 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     }
     try:
         passed = decision.passed and utility_decision.passed
+        run = {
+            "run_id": str(flow_run.get_id() or ""),
+            "flow_run": flow_run.get_name(),
+            "release_date": ctx.release_date.isoformat(),
+            "policy": p.policy_path,
+            "policy_sha256": policy.fingerprint(),
+            "input": {"path": ingested.path, "sha256": ingested.sha256, "rows": ingested.rows},
+            "privgate": stages.package_version(),
+            "seconds": {"anonymize": table.metrics["seconds"], "utility": utility.seconds},
+        }
+        if ctx.ranking is not None:
+            run["ranking"] = ctx.ranking.to_dict()
+        if table.tier is not None:
+            run["tier"] = {"tier": table.tier, "covers": table.covered}
         report = build_report(
             policy=policy,
             release_id=release_id,
-            original=validated,
+            original=ctx.validated,
             table=table,
             privacy_decision=decision,
             status="dry-run" if p.dry_run else ("published" if passed else "blocked"),
             utility=utility,
             utility_decision=utility_decision,
             hierarchies=hierarchies,
-            run={
-                "run_id": str(flow_run.get_id() or ""),
-                "flow_run": flow_run.get_name(),
-                "release_date": release_date.isoformat(),
-                "policy": p.policy_path,
-                "policy_sha256": policy.fingerprint(),
-                "input": {"path": ingested.path, "sha256": input_sha256, "rows": ingested.rows},
-                "privgate": stages.package_version(),
-                "seconds": {"anonymize": table.metrics["seconds"], "utility": utility.seconds},
-            },
+            run=run,
         )
         if not passed:
             blocked = blocked_report_path(policy.output.directory, policy.dataset, release_id)
@@ -141,7 +241,7 @@ def release_flow(parameters: ReleaseParameters) -> dict:
         manifest = stages.build_manifest(
             policy=policy,
             release_id=release_id,
-            release_date=release_date,
+            release_date=ctx.release_date,
             ingested=ingested,
             table=table,
             staged=staged,
@@ -150,6 +250,8 @@ def release_flow(parameters: ReleaseParameters) -> dict:
         )
         manifest["utility"] = utility.to_dict()
         manifest["utility_gate"] = utility_decision.to_dict()
+        if ctx.ranking is not None:
+            manifest["ranking"] = ctx.ranking.to_dict()
         # The release suite on the staged file (raises ReleaseContractError, exit 3, if it
         # fails); its Data Docs and JSON report are written into the staging folder, so they
         # are published with the release in the same rename.
@@ -158,7 +260,7 @@ def release_flow(parameters: ReleaseParameters) -> dict:
             policy,
             hierarchies,
             manifest,
-            input_expectations,
+            ctx.input_expectations,
             release_dir=None if p.dry_run else staged.staging_dir,
         )
         if p.dry_run:

@@ -20,7 +20,7 @@ def gate_task(
     """Write to staging and verify the file as written; the decision is returned as data."""
     started = time.perf_counter()
     staged = stages.stage(table, policy, release_id)
-    decision = stages.verify(staged.release_file, policy, input_rows)
+    decision = stages.verify(staged.release_file, policy, input_rows, covered=table.covered)
     log = get_run_logger()
     (log.info if decision.passed else log.error)(
         "gate: %s (%.2fs)", decision.summary, time.perf_counter() - started

@@ -1,18 +1,48 @@
-"""Publish task: atomic rename of the verified staging folder, with its manifest."""
+"""Publish task: atomic rename of the verified staging folder, with its manifest.
+
+Inside a Prefect ``transaction`` (a DP release publishes and marks the ledger in one), a failure
+later in the transaction rolls the publication back: the folder this task renamed into place is
+removed again. A release that was already published before (a duplicated run) is never touched.
+"""
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from pathlib import Path
 
 from prefect import task
 from prefect.logging import get_run_logger
+from prefect.transactions import get_transaction
 
 from core.publish import StagedRelease, publish
+
+#: Transaction key under which publish_task records the folder it created.
+PUBLISHED_KEY = "published_dir"
 
 
 @task(name="publish", retries=2, retry_delay_seconds=[1, 5], timeout_seconds=600)
 def publish_task(staged: StagedRelease, manifest: dict) -> Path:
     """Move the verified release into ``releases/<dataset>/<release-id>/``."""
+    existed = staged.final_dir.exists()
     path = publish(staged, manifest)
+    transaction = get_transaction()
+    if transaction is not None and not existed:
+        transaction.set(PUBLISHED_KEY, str(path))
     get_run_logger().info("publish: %s (%d rows)", path, manifest["output"]["rows"])
     return path
+
+
+@publish_task.on_rollback
+def _unpublish(transaction) -> None:
+    """Take a release this run published out of place again (rename first: readers never see
+    a half-deleted folder)."""
+    published = transaction.get(PUBLISHED_KEY, None)
+    if not published:
+        return
+    path = Path(published)
+    if path.exists():
+        doomed = path.with_name(f".rolled-back-{path.name}-{uuid.uuid4().hex[:8]}")
+        path.rename(doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+    get_run_logger().warning("publish rolled back: %s removed", path)

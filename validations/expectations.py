@@ -329,7 +329,8 @@ def build_input_suite(
         k-anonymous release). Default: at least ``k`` rows, no maximum.
     """
     g = _gx()
-    k = policy.privacy.k
+    # A DP release has no k; it still needs at least one record.
+    k = policy.privacy.k if policy.privacy is not None else 1
     low, high = row_bounds or (None, None)
     low = max(k, low or 1)
     expectations = [
@@ -345,7 +346,9 @@ def build_input_suite(
             "ExpectTableRowCountToBeBetween",
             "row_count_k",
             f"at least k = {low} rows" + (f", at most {high}" if high else ""),
-            f"policy: privacy.k = {k}; a smaller table has no {k}-anonymous release",
+            f"policy: privacy.k = {k}; a smaller table has no {k}-anonymous release"
+            if policy.privacy is not None
+            else "policy: differential_privacy; an empty table has nothing to release",
             min_value=low,
             max_value=high,
         ),
@@ -565,6 +568,8 @@ def build_release_suite(
     release_rows = int(manifest["output"]["rows"])
     allowed = math.floor(policy.privacy.suppression_limit * input_rows + 1e-9)
     qis = policy.quasi_identifiers
+    # A tiered release E is k-anonymous over tiers 1..E only (the manifest says which columns).
+    covered = list(manifest.get("k_anonymity_covers") or qis)
     expectations = []
     if policy.identifiers:
         expectations.append(
@@ -640,10 +645,12 @@ def build_release_suite(
         _expectation(
             "ExpectEquivalenceClassSizeToBeAtLeast",
             "min_class_size",
-            f"every equivalence class over the {len(qis)} quasi-identifiers holds at least "
+            f"every equivalence class over the {len(covered)} "
+            f"{'covered ' if len(covered) < len(qis) else ''}quasi-identifiers holds at least "
             f"k = {k} records",
-            f"policy: privacy.k = {k}",
-            column_list=list(qis),
+            f"policy: privacy.k = {k}"
+            + (f"; manifest: k_anonymity_covers = {covered}" if len(covered) < len(qis) else ""),
+            column_list=covered,
             min_value=k,
         )
     )
@@ -821,7 +828,7 @@ def validate_input_expectations(
     """
     suite = build_input_suite(policy, hierarchies, row_bounds)
     summary = _run_suite(suite, _na_strings(frame), "input", run_name)
-    summary["k"] = policy.privacy.k
+    summary["k"] = policy.privacy.k if policy.privacy is not None else None
     return summary
 
 
@@ -844,7 +851,7 @@ def validate_release_expectations(
     frame = pd.DataFrame({name: pd.Series(v, dtype="object") for name, v in columns.items()})
     suite = build_release_suite(policy, hierarchies, manifest)
     summary = _run_suite(suite, frame, "release", run_name or manifest.get("release_id"))
-    summary["k"] = policy.privacy.k
+    summary["k"] = policy.privacy.k if policy.privacy is not None else None
     summary["file"] = str(release_file)
     return summary
 

@@ -1,0 +1,225 @@
+"""The release flow's differentially private branch.
+
+fingerprint -> ingest -> validate -> input expectations -> DP release (every spend committed to
+the ε ledger before its noise is drawn; the noisy result persisted) -> utility gate (the owner's
+clustering agreement, when the policy sets thresholds) -> stage -> DP gate (re-read the file,
+read the ledger back) -> publish and mark the ledger, in one Prefect transaction.
+
+A release whose spend would exceed the dataset's lifetime budget is refused before any noise
+exists for it: the run ends Failed, saying how much budget is left, and nothing is published. If
+publishing or the ledger mark fails, the transaction rolls both back. Retrying a failed run, or
+rerunning the same release (same data, policy and date), reuses the persisted noisy result and
+spends nothing more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import uuid
+from datetime import UTC, date, datetime
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.logging import get_run_logger
+from prefect.runtime import flow_run
+from prefect.states import Completed
+from prefect.transactions import transaction
+
+from core import stages
+from core.dp.gate import verify_dp_release
+from core.dp.release import COUNT_COLUMN, DPTable, ledger_for
+from core.exceptions import GateBlockedError, UtilityBlockedError
+from core.gate import GateDecision
+from core.policy import ReleasePolicy
+from core.publish import StagedRelease, discard, make_release_id, sha256_file, stage_release
+from flows.parameters import ReleaseParameters
+from tasks.dp import dp_release_task, dp_utility_gate_task, ledger_publish_task
+from tasks.expectations import input_expectations_task
+from tasks.fingerprint import fingerprint_task
+from tasks.ingest import ingest_task
+from tasks.publish import publish_task
+from tasks.validate import validate_task
+
+_INGEST_SECTIONS = ("dataset", "input", "columns")
+_DP_SECTIONS = ("dataset", "input", "columns", "differential_privacy")
+
+
+@task(name="verify-and-gate-dp", timeout_seconds=1800)
+def dp_gate_task(
+    table: DPTable, policy: ReleasePolicy, release_id: str
+) -> tuple[StagedRelease, GateDecision]:
+    """Write to staging, re-read the file and the ledger, and decide (never cached)."""
+    staged = stage_release(
+        table.frame, policy.output.directory, policy.dataset, release_id, policy.output.format
+    )
+    dp = policy.differential_privacy
+    with ledger_for(policy) as ledger:
+        decision = verify_dp_release(
+            staged.release_file,
+            expected_columns=[*policy.quasi_identifiers, COUNT_COLUMN],
+            forbidden_columns=policy.identifiers,
+            count_column=COUNT_COLUMN,
+            ledger=ledger,
+            dataset=policy.dataset,
+            release_id=release_id,
+            run_id=table.run_id,
+            epsilon=dp.epsilon,
+            delta=0.0,
+        )
+    log = get_run_logger()
+    m = decision.measurements
+    if decision.passed:
+        log.info(
+            "gate: PASSED: %s partitions; this release spent epsilon=%g; dataset %r has "
+            "epsilon=%g of %g left",
+            m.get("rows"),
+            m.get("run_epsilon"),
+            policy.dataset,
+            m.get("remaining_epsilon"),
+            m.get("budget_epsilon"),
+        )
+    else:
+        log.error("gate: BLOCKED: %s", "; ".join(decision.reasons))
+    return staged, decision
+
+
+def _manifest(
+    policy: ReleasePolicy,
+    release_id: str,
+    release_date: date,
+    ingested: stages.IngestedTable,
+    table: DPTable,
+    staged: StagedRelease,
+    decision: GateDecision,
+) -> dict:
+    return {
+        "release_id": release_id,
+        "dataset": policy.dataset,
+        "release_date": release_date.isoformat(),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "privgate_version": stages.package_version(),
+        "python": platform.python_version(),
+        "run_id": table.run_id,
+        "input": {"path": ingested.path, "sha256": ingested.sha256, "rows": ingested.rows},
+        "output": {
+            "file": staged.release_file.name,
+            "sha256": sha256_file(staged.release_file),
+            "rows": len(table.frame),
+            "columns": list(table.frame.columns),
+        },
+        "policy": policy.model_dump(mode="json"),
+        "policy_sha256": policy.fingerprint(),
+        "differential_privacy": {
+            "method": policy.differential_privacy.method,
+            "epsilon": table.epsilon,
+            "delta": table.delta,
+            "class": table.class_source,
+            "budget_split": table.budget_split,
+            "spends": table.spends,
+            "specializations": table.specializations,
+            "cuts": table.cuts,
+        },
+        "metrics": table.metrics,
+        "gate": decision.to_dict(),
+    }
+
+
+def _summary_markdown(policy: ReleasePolicy, release_id: str, table: DPTable, decision) -> str:
+    m = decision.measurements
+    lines = [
+        f"# {policy.dataset} {release_id}: DP release "
+        f"({'passed' if decision.passed else 'blocked'})",
+        "",
+        f"- method: {policy.differential_privacy.method}, class: {table.class_source}",
+        f"- this release spent epsilon = {table.epsilon:g} (delta = {table.delta:g})",
+        f"- lifetime budget epsilon = {m.get('budget_epsilon')}, spent "
+        f"{m.get('spent_epsilon')}, remaining {m.get('remaining_epsilon')}",
+        f"- {len(table.frame)} leaf partitions",
+        "",
+        "| step | mechanism | epsilon | delta |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {s['step']} | {s['mechanism']} | {s['epsilon']:g} | {s['delta']:g} |"
+        for s in table.spends
+    ]
+    if not decision.passed:
+        lines += ["", "Blocked: " + "; ".join(decision.reasons)]
+    return "\n".join(lines)
+
+
+def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
+    """Run the DP branch of the release flow (called inside :func:`flows.release.release_flow`)."""
+    log = get_run_logger()
+    dp = policy.differential_privacy
+    hierarchies = stages.load_hierarchies(policy)
+    log.info(
+        "policy %s: dataset %r, DP release (%s), epsilon=%g of a lifetime budget of %g, "
+        "%d quasi-identifiers",
+        p.policy_path,
+        policy.dataset,
+        dp.method,
+        dp.epsilon,
+        dp.budget.epsilon,
+        len(policy.quasi_identifiers),
+    )
+    input_sha256 = fingerprint_task(policy)
+    ingest_token = stages.cache_token(policy, input_sha256, *_INGEST_SECTIONS)
+    ingested = ingest_task(policy, input_sha256, ingest_token)
+    validated = validate_task(ingested.frame, policy, hierarchies, ingest_token)
+    # A DP release is identified by what its noise depends on: the data, the sections the
+    # mechanism reads and the date. Editing a utility threshold or the description keeps the
+    # release (and the noise already drawn and paid for); a new date is a new release.
+    dp_sections = stages.cache_token(policy, input_sha256, *_DP_SECTIONS)
+    release_id = make_release_id(input_sha256, dp_sections, release_date)
+    input_expectations_task(validated, policy, hierarchies, run_name=release_id)
+    dp_token = hashlib.sha256(f"{dp_sections}:{release_id}".encode()).hexdigest()
+    run_id = str(flow_run.get_id() or f"local-{uuid.uuid4()}")
+    table = dp_release_task(validated, policy, hierarchies, release_id, run_id, dp_token)
+    utility_decision = dp_utility_gate_task(table, policy)
+    if not utility_decision.passed:
+        raise UtilityBlockedError(
+            f"utility gate blocked DP release {release_id}: {utility_decision.summary}",
+            utility_decision,
+        )
+    staged, decision = dp_gate_task(table, policy, release_id)
+    outcome = {
+        "release_id": release_id,
+        "path": None,
+        "published": False,
+        "gate": decision.to_dict(),
+        "metrics": table.metrics,
+        "differential_privacy": {"epsilon": table.epsilon, "spends": table.spends},
+    }
+    try:
+        create_markdown_artifact(
+            markdown=_summary_markdown(policy, release_id, table, decision),
+            key=f"privgate-dp-{policy.dataset.lower()}".replace("_", "-").replace(".", "-"),
+            description=f"{policy.dataset} {release_id}: DP spend and gate",
+        )
+        if not decision.passed:
+            raise GateBlockedError(
+                f"gate blocked DP release {release_id}: {'; '.join(decision.reasons)}", decision
+            )
+        manifest = _manifest(policy, release_id, release_date, ingested, table, staged, decision)
+        if p.dry_run:
+            log.info("dry run: DP release %s verified, not published", release_id)
+            return Completed(
+                message=f"dry run, DP gate PASSED (epsilon {table.epsilon:g}); nothing published",
+                data=outcome,
+            )
+        # Publish and mark the ledger together: if either fails, both are rolled back.
+        with transaction():
+            path = publish_task(staged, manifest)
+            ledger_publish_task(policy, release_id, str(path), table.run_id)
+    finally:
+        if staged.staging_dir.exists():
+            discard(staged)
+    m = decision.measurements
+    outcome.update(path=str(path), published=True)
+    return Completed(
+        message=f"DP gate PASSED: spent epsilon {m['run_epsilon']:g}, "
+        f"{m['remaining_epsilon']:g} of {m['budget_epsilon']:g} left; published {path}",
+        data=outcome,
+    )
