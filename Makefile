@@ -37,6 +37,11 @@ lint: install
 bench: install
 	$(BIN)/python benchmarks/datafly_vs_multi.py
 	$(BIN)/python benchmarks/optimal_vs_arx.py
+	$(BIN)/python benchmarks/utility_adult.py
+	$(BIN)/python benchmarks/rfka_vs_hamdist.py
+	$(BIN)/python benchmarks/tiered_release.py
+	$(BIN)/python benchmarks/dpheter_adult.py --quick
+	$(BIN)/python benchmarks/felp.py
 
 # Re-resolve the lock files after changing pyproject.toml.
 lock:

@@ -458,10 +458,42 @@ def _validation(report: ReleaseReport) -> str:
     )
 
 
-def _run(report: ReleaseReport) -> str:
+def _ranking(run: Mapping) -> str:
+    """Importance of every quasi-identifier for the target, its tier and approximation degree;
+    for a tiered release, which attributes its k-anonymity covers."""
+    ranking = run["ranking"]
+    covered = set((run.get("tier") or {}).get("covers") or [])
     rows = [
-        (key, _Raw(f"<code>{escape(_fmt(value))}</code>")) for key, value in _flatten(report.run)
+        (
+            name,
+            f"{score:.4f}",
+            ranking["tiers"].get(name, ""),
+            f"{ranking['approximation_degree'].get(name, float('nan')):.1f}",
+            ("yes" if name in covered else "no") if covered else "",
+        )
+        for name, score in ranking["importance"].items()
     ]
+    tier = run.get("tier")
+    note = (
+        f"<p class='note'>{escape(ranking['method'])} importance for "
+        f"<code>{escape(ranking['target'])}</code> ({ranking['n_estimators']} trees); tier 1 is "
+        "the most important."
+        + (
+            f" This is tiered release E = {tier['tier']}: its k-anonymity covers tiers 1..E."
+            if tier
+            else ""
+        )
+        + "</p>"
+    )
+    headers = ["attribute", "importance", "tier", "approximation degree"]
+    if covered:
+        headers.append("covered by k-anonymity")
+    return note + _table(headers, rows, numeric=(1, 2, 3))
+
+
+def _run(report: ReleaseReport) -> str:
+    run = {k: v for k, v in report.run.items() if k != "ranking"}
+    rows = [(key, _Raw(f"<code>{escape(_fmt(value))}</code>")) for key, value in _flatten(run)]
     return _table(None, rows) if rows else "<p class='note'>No run metadata.</p>"
 
 
@@ -495,6 +527,8 @@ def render_html(report: ReleaseReport) -> str:
         ("validation", "Input validation", _validation(report)),
         ("run", "Run metadata", _run(report)),
     ]
+    if report.run.get("ranking"):
+        sections.insert(3, ("ranking", "Sensitivity ranking", _ranking(report.run)))
     nav = "".join(f'<a href="#{sid}">{escape(title)}</a>' for sid, title, _ in sections)
     body = "".join(
         f'<section id="{sid}"><h2>{escape(title)}</h2>{content}</section>'

@@ -89,6 +89,9 @@ def test_tiered_releases_state_their_coverage_and_hold_on_it(
         assert sorted(gate["covered_quasi_identifiers"]) == sorted(tiers[tier])
         assert gate["narrower_coverage_accepted"] is (tier < 5)
         assert anonymity.k_anonymity(release, tiers[tier]) >= 5
+        report = (folder / "report.html").read_text()
+        assert "Sensitivity ranking" in report and "covered by k-anonymity" in report
+        assert f"tiered release E = {tier}" in report
         if tier < 5:
             # the release really is narrower: over every QI it is not 5-anonymous
             assert anonymity.k_anonymity(release, qis) < 5

@@ -105,7 +105,7 @@ def test_privacy_block_leaves_a_report_too(
     shared_data("arx/adult.csv")
     real_anonymize = stages.anonymize
 
-    def lying_anonymize(frame, policy, hierarchies, shuffle_seed=None):
+    def lying_anonymize(frame, policy, hierarchies, shuffle_seed=None, ranking=None):
         table = real_anonymize(frame, policy, hierarchies, shuffle_seed)
         raw = frame[policy.released_columns].astype("string").reset_index(drop=True)
         fake = AnonymizationResult(

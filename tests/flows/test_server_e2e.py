@@ -221,6 +221,63 @@ def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_sta
     shutil.rmtree(output)
 
 
+def _write_dp_policy(path: Path, output: Path, min_match_point: float) -> None:
+    """Adult's DP policy with absolute paths, a clustering-agreement threshold, 4 rounds."""
+    import yaml
+
+    from core.policy import load_policy
+
+    data = load_policy(REPO / "policies" / "adult-dp.yaml").model_dump(mode="json")
+    data["differential_privacy"]["rounds"] = 4
+    data["utility"] = {"thresholds": {"min_match_point": min_match_point}}
+    data["output"]["directory"] = str(output)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_dp_run_failing_the_utility_check_is_retried_without_a_second_spend(
+    server, served, tmp_path
+):
+    """A DP run blocked by an unreachable utility threshold has already drawn (and paid for)
+    its noise. After the fix, `prefect flow-run retry` publishes that same noise: the DP task
+    is Cached, and the ledger holds one spend of epsilon = 0.5, not two."""
+    from core.dp.ledger import BudgetLedger, default_ledger_url
+
+    api = server["api"]
+    output = tmp_path / "out"
+    policy = tmp_path / "adult-dp.yaml"
+    _write_dp_policy(policy, output, min_match_point=1.0)
+    created = httpx.post(
+        f"{api}/deployments/{served['deployment']['id']}/create_flow_run",
+        json={"parameters": {"parameters": {"policy_path": str(policy)}}},
+        timeout=10,
+    )
+    assert created.status_code == 201, created.text
+    run_id = created.json()["id"]
+    failed = _wait_terminal(api, run_id)
+    assert failed["state"]["type"] == "FAILED"
+    assert "utility gate blocked DP release" in failed["state"]["message"], failed["state"]
+    ledger = BudgetLedger(default_ledger_url(output))
+    assert ledger.account("adult-dp").spent_epsilon == pytest.approx(0.5)
+
+    _write_dp_policy(policy, output, min_match_point=0.1)  # the fix
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    subprocess.run(
+        [prefect, "flow-run", "retry", run_id], env=server["env"], check=True,
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    retried = _wait_terminal(api, run_id)
+    assert retried["state"]["type"] == "COMPLETED", retried["state"]
+    assert "DP gate PASSED" in retried["state"]["message"]
+    dp_states = [
+        t["state"]["name"] for t in _task_runs(api, run_id) if t["name"].startswith("dp-release")
+    ]
+    assert dp_states.count("Completed") == 1 and dp_states[-1] == "Cached", dp_states
+    account = ledger.account("adult-dp")
+    assert account.spent_epsilon == pytest.approx(0.5)  # no second spend
+    assert len(account.published) == 1
+    shutil.rmtree(output)
+
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
     "--headless",
@@ -278,7 +335,7 @@ def test_custom_run_from_the_ui_form_completes(server, served):
             page.screenshot(path=str(ARTIFACTS / "ui-custom-run-form.png"), full_page=True)
             page.get_by_role("button", name="Submit", exact=True).click()
             # The UI leaves the form once the run is created.
-            page.wait_for_url(lambda url: "/run?" not in url, timeout=30_000)
+            page.wait_for_url(lambda url: "/run?" not in url, timeout=90_000)
 
             def submitted():
                 body = {"deployments": {"id": {"any_": [served["deployment"]["id"]]}}}

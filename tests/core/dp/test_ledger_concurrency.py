@@ -24,10 +24,9 @@ import pytest
 from core.dp.ledger import BudgetLedger, default_ledger_url
 from core.exceptions import BudgetExceededError
 
-if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - not on Linux
-    pytest.skip("these tests fork writer processes", allow_module_level=True)
-
-FORK = multiprocessing.get_context("fork")
+#: Fresh interpreters, not forks: a fork of a test process that already runs Prefect's harness
+#: (threads, event loops, log handlers) inherits their half-held locks and can die on its own.
+PROCESSES = multiprocessing.get_context("spawn")
 #: Seconds a child may take before the test calls it hung (a lost lock would hang it).
 JOIN_TIMEOUT = 120
 
@@ -114,7 +113,7 @@ def _crasher(url: str, dataset: str, worker: int, crash_at: int, report: Path, s
 
 
 def _run(children: list[tuple], start) -> list[int]:
-    processes = [FORK.Process(target=target, args=(*args, start)) for target, args in children]
+    processes = [PROCESSES.Process(target=target, args=(*args, start)) for target, args in children]
     for process in processes:
         process.start()
     start.set()
@@ -184,7 +183,7 @@ def test_equal_charges_from_six_processes_fill_the_budget_exactly(tmp_path: Path
     for worker in range(6):
         report = tmp_path / f"w{worker}.jsonl"
         children.append((_equal_writer, (url, "adult", worker, 20, report)))
-    assert _run(children, FORK.Event()) == [0] * 6
+    assert _run(children, PROCESSES.Event()) == [0] * 6
     reports = _reports(tmp_path)
     # 120 attempts of 0.05 against 3.0: exactly 60 fit, whoever wins the races.
     assert len(reports) == 60
@@ -218,7 +217,7 @@ def test_mixed_multi_spend_charges_never_overdraw_or_lose_a_spend(url: str, tmp_
     children = [
         (_writer, (url, dataset, worker, 20, tmp_path / f"w{worker}.jsonl")) for worker in range(6)
     ]
-    assert _run(children, FORK.Event()) == [0] * 6
+    assert _run(children, PROCESSES.Event()) == [0] * 6
     reports = _reports(tmp_path)
     asked = sum(len(_spends(w, a)) for w in range(6) for a in range(20))
     succeeded = sum(len(report["ids"]) for report in reports)
@@ -233,7 +232,7 @@ def test_a_crash_inside_a_charge_leaves_none_of_it(tmp_path: Path, rows_before_c
     with BudgetLedger(url) as ledger:
         ledger.open_account("adult", 1.0)
         ledger.charge("adult", release_id="r0", run_id="x", spends=[FakeSpend("laplace", 0.25)])
-    child = FORK.Process(target=_die_inside_charge, args=(url, rows_before_crash))
+    child = PROCESSES.Process(target=_die_inside_charge, args=(url, rows_before_crash))
     child.start()
     child.join(JOIN_TIMEOUT)
     assert child.exitcode == 1
@@ -273,7 +272,7 @@ def test_a_crash_after_the_noise_was_drawn_still_counts(tmp_path: Path) -> None:
     url = default_ledger_url(tmp_path)
     with BudgetLedger(url) as ledger:
         ledger.open_account("adult", 1.0)
-    child = FORK.Process(target=_charge_draw_and_die, args=(url,))
+    child = PROCESSES.Process(target=_charge_draw_and_die, args=(url,))
     child.start()
     child.join(JOIN_TIMEOUT)
     assert child.exitcode == 1
@@ -307,7 +306,7 @@ def test_writers_and_crashing_writers_together(tmp_path: Path) -> None:
         (_crasher, (url, "adult", worker, crash_at, tmp_path / f"c{worker}.jsonl"))
         for worker, crash_at in ((3, 2), (4, 5), (5, 8))
     ]
-    assert _run(children, FORK.Event()) == [0, 0, 0, 1, 1, 1]
+    assert _run(children, PROCESSES.Event()) == [0, 0, 0, 1, 1, 1]
     reports = _reports(tmp_path)
     with BudgetLedger(url) as ledger:
         _assert_ledger_matches(ledger, "adult", reports)
