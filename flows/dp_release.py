@@ -19,7 +19,6 @@ import platform
 import uuid
 from datetime import UTC, date, datetime
 
-from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
@@ -27,14 +26,13 @@ from prefect.states import Completed
 from prefect.transactions import transaction
 
 from core import stages
-from core.dp.gate import verify_dp_release
-from core.dp.release import COUNT_COLUMN, DPTable, ledger_for
+from core.dp.release import DPTable
 from core.exceptions import GateBlockedError, UtilityBlockedError
 from core.gate import GateDecision
 from core.policy import ReleasePolicy
-from core.publish import StagedRelease, discard, make_release_id, sha256_file, stage_release
+from core.publish import StagedRelease, discard, make_release_id, sha256_file
 from flows.parameters import ReleaseParameters
-from tasks.dp import dp_release_task, dp_utility_gate_task, ledger_publish_task
+from tasks.dp import dp_gate_task, dp_release_task, dp_utility_gate_task, ledger_publish_task
 from tasks.expectations import input_expectations_task
 from tasks.fingerprint import fingerprint_task
 from tasks.ingest import ingest_task
@@ -43,45 +41,6 @@ from tasks.validate import validate_task
 
 _INGEST_SECTIONS = ("dataset", "input", "columns")
 _DP_SECTIONS = ("dataset", "input", "columns", "differential_privacy")
-
-
-@task(name="verify-and-gate-dp", timeout_seconds=1800)
-def dp_gate_task(
-    table: DPTable, policy: ReleasePolicy, release_id: str
-) -> tuple[StagedRelease, GateDecision]:
-    """Write to staging, re-read the file and the ledger, and decide (never cached)."""
-    staged = stage_release(
-        table.frame, policy.output.directory, policy.dataset, release_id, policy.output.format
-    )
-    dp = policy.differential_privacy
-    with ledger_for(policy) as ledger:
-        decision = verify_dp_release(
-            staged.release_file,
-            expected_columns=[*policy.quasi_identifiers, COUNT_COLUMN],
-            forbidden_columns=policy.identifiers,
-            count_column=COUNT_COLUMN,
-            ledger=ledger,
-            dataset=policy.dataset,
-            release_id=release_id,
-            run_id=table.run_id,
-            epsilon=dp.epsilon,
-            delta=0.0,
-        )
-    log = get_run_logger()
-    m = decision.measurements
-    if decision.passed:
-        log.info(
-            "gate: PASSED: %s partitions; this release spent epsilon=%g; dataset %r has "
-            "epsilon=%g of %g left",
-            m.get("rows"),
-            m.get("run_epsilon"),
-            policy.dataset,
-            m.get("remaining_epsilon"),
-            m.get("budget_epsilon"),
-        )
-    else:
-        log.error("gate: BLOCKED: %s", "; ".join(decision.reasons))
-    return staged, decision
 
 
 def _manifest(
@@ -101,7 +60,8 @@ def _manifest(
         "privgate_version": stages.package_version(),
         "python": platform.python_version(),
         "run_id": table.run_id,
-        "input": {"path": ingested.path, "sha256": ingested.sha256, "rows": ingested.rows},
+        # No exact row count: the input's size is itself a statistic of the private data.
+        "input": {"path": ingested.path, "sha256": ingested.sha256},
         "output": {
             "file": staged.release_file.name,
             "sha256": sha256_file(staged.release_file),
@@ -120,7 +80,7 @@ def _manifest(
             "specializations": table.specializations,
             "cuts": table.cuts,
         },
-        "metrics": table.metrics,
+        "metrics": {k: v for k, v in table.metrics.items() if k != "input_rows"},
         "gate": decision.to_dict(),
     }
 

@@ -20,8 +20,10 @@ columns its k-anonymity covers. A ``differential_privacy`` policy takes the DP b
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+import pandas as pd
 from prefect import flow
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
@@ -32,6 +34,7 @@ from core.exceptions import GateBlockedError, PrivgateError, UtilityBlockedError
 from core.hierarchy import Hierarchy
 from core.policy import Algorithm, ReleasePolicy
 from core.publish import discard, sha256_file
+from core.ranking import Ranking
 from core.report import REPORT_FILE, blocked_report_path, build_report
 from flows.parameters import ReleaseParameters
 from flows.policy_overrides import resolve_policy
@@ -104,9 +107,9 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     # The row order of the release depends only on what the search depends on, so a change to
     # another policy section (a utility threshold) keeps the cached search valid.
     shuffle_seed = int(anonymize_token[:12], 16)
-    context = _RunContext(policy, p, release_date, hierarchies, ingested, validated)
-    context.input_expectations = input_expectations
-    context.ranking = ranking
+    context = _RunContext(
+        policy, p, release_date, hierarchies, ingested, validated, input_expectations, ranking
+    )
     if policy.algorithm.name is not Algorithm.TIERED:
         table = anonymize_task(
             validated, policy, hierarchies, shuffle_seed, anonymize_token, ranking=ranking
@@ -148,26 +151,18 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     return Completed(message=f"{len(outcomes)} tiered releases {verb}: {paths}", data=outcome)
 
 
+@dataclass
 class _RunContext:
     """What every release of one run shares (a tiered run makes several)."""
 
-    def __init__(
-        self,
-        policy: ReleasePolicy,
-        parameters: ReleaseParameters,
-        release_date: date,
-        hierarchies: dict[str, Hierarchy],
-        ingested: stages.IngestedTable,
-        validated,
-    ) -> None:
-        self.policy = policy
-        self.parameters = parameters
-        self.release_date = release_date
-        self.hierarchies = hierarchies
-        self.ingested = ingested
-        self.validated = validated
-        self.input_expectations = None
-        self.ranking = None
+    policy: ReleasePolicy
+    parameters: ReleaseParameters
+    release_date: date
+    hierarchies: dict[str, Hierarchy]
+    ingested: stages.IngestedTable
+    validated: pd.DataFrame
+    input_expectations: dict | None = None
+    ranking: Ranking | None = None
 
 
 def _verify_and_publish(

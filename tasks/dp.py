@@ -13,10 +13,20 @@ import pandas as pd
 from prefect import task
 from prefect.logging import get_run_logger
 
+from core.dp.gate import verify_dp_release
 from core.dp.ledger import BudgetLedger
-from core.dp.release import DPTable, LedgerAccountant, check_dp_utility, dp_release, ledger_for
+from core.dp.release import (
+    COUNT_COLUMN,
+    DPTable,
+    LedgerAccountant,
+    check_dp_utility,
+    dp_release,
+    ledger_for,
+)
+from core.gate import GateDecision
 from core.hierarchy import Hierarchy
 from core.policy import ReleasePolicy
+from core.publish import StagedRelease, stage_release
 from tasks._caching import CACHED_STAGE
 from tasks._progress import forward_progress
 
@@ -116,3 +126,42 @@ def dp_utility_gate_task(table: DPTable, policy: ReleasePolicy):
     log = get_run_logger()
     (log.info if decision.passed else log.error)("utility gate: %s", decision.summary)
     return decision
+
+
+@task(name="verify-and-gate-dp", timeout_seconds=1800)
+def dp_gate_task(
+    table: DPTable, policy: ReleasePolicy, release_id: str
+) -> tuple[StagedRelease, GateDecision]:
+    """Write to staging, re-read the file and the ledger, and decide (never cached)."""
+    staged = stage_release(
+        table.frame, policy.output.directory, policy.dataset, release_id, policy.output.format
+    )
+    dp = policy.differential_privacy
+    with ledger_for(policy) as ledger:
+        decision = verify_dp_release(
+            staged.release_file,
+            expected_columns=[*policy.quasi_identifiers, COUNT_COLUMN],
+            forbidden_columns=policy.identifiers,
+            count_column=COUNT_COLUMN,
+            ledger=ledger,
+            dataset=policy.dataset,
+            release_id=release_id,
+            run_id=table.run_id,
+            epsilon=dp.epsilon,
+            delta=0.0,
+        )
+    log = get_run_logger()
+    m = decision.measurements
+    if decision.passed:
+        log.info(
+            "gate: PASSED: %s partitions; this release spent epsilon=%g; dataset %r has "
+            "epsilon=%g of %g left",
+            m.get("rows"),
+            m.get("run_epsilon"),
+            policy.dataset,
+            m.get("remaining_epsilon"),
+            m.get("budget_epsilon"),
+        )
+    else:
+        log.error("gate: BLOCKED: %s", "; ".join(decision.reasons))
+    return staged, decision
