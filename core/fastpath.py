@@ -16,13 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from core.anonymize import make_algorithm
+from core.anonymize import make_algorithm, require_full_domain
 from core.anonymize._generalize import generalize_columns
 from core.encoding import encode_table
 from core.exceptions import AnonymizationError, GateBlockedError, IngestError
 from core.gate import GateDecision, verify_release
 from core.hierarchy import hierarchies_for, sensitive_hierarchies_for
-from core.policy import Algorithm, ReleasePolicy
+from core.policy import ReleasePolicy
 from core.privacy import models_from_policy
 from core.textcsv import read_text_columns, write_text_columns
 
@@ -80,10 +80,7 @@ def anonymize_csv(
     GateBlockedError
         The written file failed verification (it is removed).
     """
-    if policy.algorithm.name is Algorithm.MONDRIAN:
-        raise AnonymizationError(
-            "algorithm.name mondrian is not available in `privgate anonymize`; use `privgate run`"
-        )
+    require_full_domain(policy, "`privgate anonymize`")
     timings: dict[str, float] = {}
     started = time.perf_counter()
     columns = _read(policy)

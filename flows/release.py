@@ -103,7 +103,13 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     if policy.ranking is not None:
         rank_token = stages.cache_token(policy, input_sha256, *_RANK_SECTIONS)
         ranking = rank_task(validated, policy, rank_token)
-    anonymize_token = stages.cache_token(policy, input_sha256, *_ANONYMIZE_SECTIONS)
+    searched = policy
+    if policy.algorithm.name is Algorithm.TIERED:
+        # Which tiers are published does not change the tables: keep the computed tiers.
+        searched = policy.with_overrides(
+            **{"algorithm.release_tiers": None, "algorithm.accept_narrower_coverage": None}
+        )
+    anonymize_token = stages.cache_token(searched, input_sha256, *_ANONYMIZE_SECTIONS)
     # The row order of the release depends only on what the search depends on, so a change to
     # another policy section (a utility threshold) keeps the cached search valid.
     shuffle_seed = int(anonymize_token[:12], 16)

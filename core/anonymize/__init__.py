@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from core.anonymize._datafly import Datafly, MultiAttributeDatafly, approximation_degree
 from core.anonymize._optimal import OptimalLattice
 from core.anonymize._result import AnonymizationResult
-from core.policy import Algorithm
+from core.exceptions import AnonymizationError
+from core.policy import Algorithm, ReleasePolicy
 from core.privacy import PrivacyModel
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "apply_generalization",
     "approximation_degree",
     "make_algorithm",
+    "require_full_domain",
 ]
 
 if TYPE_CHECKING:
@@ -57,6 +59,23 @@ FULL_DOMAIN_ALGORITHMS = {
     Algorithm.DATAFLY: Datafly,
     Algorithm.MULTI_ATTRIBUTE_DATAFLY: MultiAttributeDatafly,
 }
+
+
+def require_full_domain(policy: ReleasePolicy, where: str) -> None:
+    """Refuse, by name, a policy a full-domain-only path cannot release (``where`` says which).
+
+    The engine-only command and the Dask path run the full-domain searches; Mondrian, RFKA,
+    tiered and differentially private releases go through ``privgate run``.
+    """
+    if policy.is_differentially_private:
+        raise AnonymizationError(
+            f"a differential_privacy policy is not available in {where}; use `privgate run`"
+        )
+    if policy.algorithm.name not in FULL_DOMAIN_ALGORITHMS:
+        raise AnonymizationError(
+            f"algorithm.name {policy.algorithm.name.value} is not available in {where} "
+            "(full-domain algorithms only); use `privgate run`"
+        )
 
 
 def make_algorithm(

@@ -8,12 +8,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.anonymize import AnonymizationResult, make_algorithm
+from core.anonymize import AnonymizationResult, make_algorithm, require_full_domain
 from core.encoding import FrequencySet
 from core.exceptions import AnonymizationError, GateBlockedError
 from core.gate import GateDecision
 from core.hierarchy import hierarchies_for, sensitive_hierarchies_for
-from core.policy import Algorithm, ReleasePolicy
+from core.policy import ReleasePolicy
 from core.privacy import models_from_policy
 from core.scale._apply import GeneralizationPlan, generalize_frame, plan_generalization
 from core.scale._dictionary import frequency_set_from_histogram
@@ -54,6 +54,7 @@ def _models_and_sensitive(policy: ReleasePolicy):
 
 def frequency_stage(policy: ReleasePolicy, blocksize: str | int = "64MB") -> FrequencySet:
     """Read the input partition by partition and return its merged frequency set."""
+    require_full_domain(policy, "the Dask path")
     _, sensitive = _models_and_sensitive(policy)
     frame = read_input(policy.input, _needed_columns(policy, sensitive), blocksize)
     hierarchies = hierarchies_for(policy)
@@ -72,10 +73,7 @@ def search_stage(
     freq: FrequencySet, policy: ReleasePolicy
 ) -> tuple[GeneralizationPlan, AnonymizationResult]:
     """The lattice search on the merged frequency set (one node), and the plan it implies."""
-    if policy.algorithm.name is Algorithm.MONDRIAN:
-        raise AnonymizationError(
-            "algorithm.name mondrian is not available on the dask path (full-domain only)"
-        )
+    require_full_domain(policy, "the Dask path")
     models, _ = _models_and_sensitive(policy)
     algorithm = make_algorithm(
         policy.algorithm.name,
