@@ -85,17 +85,49 @@ def _manifest(
     }
 
 
-def _summary_markdown(policy: ReleasePolicy, release_id: str, table: DPTable, decision) -> str:
+def _attach_summary(
+    policy: ReleasePolicy,
+    release_id: str,
+    table: DPTable,
+    decision: GateDecision,
+    status: str,
+    where: str | None = None,
+) -> None:
+    """The run's Markdown artifact: spend per step, the account, the decision, where it went."""
+    create_markdown_artifact(
+        markdown=_summary_markdown(policy, release_id, table, decision, status, where),
+        key=f"privgate-dp-{policy.dataset.lower()}".replace("_", "-").replace(".", "-"),
+        description=f"{policy.dataset} {release_id}: DP release {status}",
+    )
+
+
+def _summary_markdown(
+    policy: ReleasePolicy,
+    release_id: str,
+    table: DPTable,
+    decision: GateDecision,
+    status: str,
+    where: str | None,
+) -> str:
     m = decision.measurements
     lines = [
-        f"# {policy.dataset} {release_id}: DP release "
-        f"({'passed' if decision.passed else 'blocked'})",
+        f"# {policy.dataset} {release_id}: DP release {status}",
         "",
+        f"- release: `{where}`" if where else "- nothing published",
         f"- method: {policy.differential_privacy.method}, class: {table.class_source}",
         f"- this release spent epsilon = {table.epsilon:g} (delta = {table.delta:g})",
         f"- lifetime budget epsilon = {m.get('budget_epsilon')}, spent "
         f"{m.get('spent_epsilon')}, remaining {m.get('remaining_epsilon')}",
         f"- {len(table.frame)} leaf partitions",
+    ]
+    if table.utility:
+        lines.append(
+            f"- owner's check (computed on the private data, not published): the release's "
+            f"{table.utility['clustering']} clustering agrees with the original's with "
+            f"F-measure {table.utility['f_measure']:.4f}, MatchPoint "
+            f"{table.utility['match_point']:.4f}"
+        )
+    lines += [
         "",
         "| step | mechanism | epsilon | delta |",
         "|---|---|---|---|",
@@ -153,17 +185,14 @@ def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
         "differential_privacy": {"epsilon": table.epsilon, "spends": table.spends},
     }
     try:
-        create_markdown_artifact(
-            markdown=_summary_markdown(policy, release_id, table, decision),
-            key=f"privgate-dp-{policy.dataset.lower()}".replace("_", "-").replace(".", "-"),
-            description=f"{policy.dataset} {release_id}: DP spend and gate",
-        )
         if not decision.passed:
+            _attach_summary(policy, release_id, table, decision, "blocked")
             raise GateBlockedError(
                 f"gate blocked DP release {release_id}: {'; '.join(decision.reasons)}", decision
             )
         manifest = _manifest(policy, release_id, release_date, ingested, table, staged, decision)
         if p.dry_run:
+            _attach_summary(policy, release_id, table, decision, "verified (dry run)")
             log.info("dry run: DP release %s verified, not published", release_id)
             return Completed(
                 message=f"dry run, DP gate PASSED (epsilon {table.epsilon:g}); nothing published",
@@ -176,6 +205,7 @@ def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
     finally:
         if staged.staging_dir.exists():
             discard(staged)
+    _attach_summary(policy, release_id, table, decision, "published", str(path))
     m = decision.measurements
     outcome.update(path=str(path), published=True)
     return Completed(
