@@ -496,6 +496,10 @@ class DifferentialPrivacySpec(_Strict):
     epsilon: float = Field(gt=0, allow_inf_nan=False)
     rounds: int = Field(default=8, ge=0, le=200)
     count_share: float = Field(default=0.5, gt=0, lt=1)
+    #: how candidate specializations are scored: DiffGen's information gain (sensitivity
+    #: log2 of the number of classes) or its Max score (sensitivity 1), which keeps more
+    #: utility at small epsilon (see the DPHeter section of benchmarks/BENCHMARKS.md)
+    score: Literal["info_gain", "max"] = "info_gain"
     class_column: str | None = None
     clusters: int | None = Field(default=None, ge=2, le=50)
     clustering: ClusteringName = "kmeans"

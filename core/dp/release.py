@@ -137,7 +137,9 @@ def dp_release(
     numeric = [q for q in qis if policy.columns[q].type in (ColumnType.INTEGER, ColumnType.FLOAT)]
     categorical = {q: hierarchies[q] for q in qis if q not in numeric}
     scored, class_column, class_source = _class_column(frame, policy)
-    config = DPHeterConfig(epsilon=dp.epsilon, rounds=dp.rounds, count_share=dp.count_share)
+    config = DPHeterConfig(
+        epsilon=dp.epsilon, rounds=dp.rounds, count_share=dp.count_share, score=dp.score
+    )
     # Numeric domains must be public (DiffGen's assumption): the policy's declared bounds, never
     # the data's own minimum and maximum (the policy requires them for a DP release).
     bounds = {q: (policy.columns[q].minimum, policy.columns[q].maximum) for q in numeric}
