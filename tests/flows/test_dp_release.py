@@ -81,6 +81,9 @@ def test_nightly_dp_releases_stop_at_the_lifetime_budget(prefect_harness, shared
     manifest = json.loads((folder / "manifest.json").read_text())
     spends = manifest["differential_privacy"]["spends"]
     assert sum(s["epsilon"] for s in spends) == pytest.approx(0.8)
+    split = manifest["differential_privacy"]["budget_split"]  # the policy's choices, recorded
+    assert split["score"] == "max" and split["sensitivity"] == 1.0
+    assert split["counts"] + split["selection_spent"] == pytest.approx(0.8)
     assert {s["mechanism"] for s in spends} >= {"exponential", "discrete_laplace"}
     assert manifest["gate"]["measurements"]["remaining_epsilon"] == pytest.approx(0.4)
     assert "score" not in json.dumps(manifest["differential_privacy"]["specializations"])
