@@ -108,3 +108,18 @@ def test_narrower_tier_is_blocked_unless_the_policy_accepts_it(
     releases = tmp_path / "releases" / "adult-tiered"
     assert not list(releases.glob("*/manifest.json"))
     assert not list(releases.glob(".staging-*"))
+
+
+def test_bank_marketing_tiered_releases(prefect_harness, shared_data, tmp_path):
+    shared_data("bank_marketing/kaggle-11162/bank.csv")
+    ranking = {"target": "deposit", "n_estimators": 25, "tiers": 5}
+    outcome = _run("bank-tiered.yaml", tmp_path, {"ranking": ranking})
+    qis = load_policy(REPO / "policies" / "bank-tiered.yaml").quasi_identifiers
+    tiers = {t["tier"]: t["covers"] for t in outcome["tiers"]}
+    assert sorted(tiers[max(tiers)]) == sorted(qis)
+    for release in outcome["releases"]:
+        folder = Path(release["path"])
+        frame, manifest = _read(folder)
+        covered = manifest["k_anonymity_covers"]
+        assert anonymity.k_anonymity(frame, covered) >= 5
+        assert len(frame) >= 11162 - int(0.02 * 11162)
