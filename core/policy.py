@@ -697,8 +697,15 @@ class ReleasePolicy(_Strict):
         for dotted, value in changes.items():
             node = data
             *parents, leaf = dotted.split(".")
-            for part in parents:
+            for depth, part in enumerate(parents):
+                if node.get(part) is None:  # a section the policy does not have: start it
+                    node[part] = {}
                 node = node[part]
+                if not isinstance(node, dict):
+                    raise PolicyError(
+                        f"override {dotted!r}: {'.'.join(parents[: depth + 1])} is a value, "
+                        "not a section"
+                    )
             node[leaf] = value
         return _validate(data, source="overrides")
 

@@ -22,6 +22,19 @@ PROGRESS_LOGGER = "privgate.progress"
 _log = logging.getLogger(PROGRESS_LOGGER)
 
 
+def _interval_from_environment() -> float:
+    """``PRIVGATE_PROGRESS_SECONDS``, or 5 s; a bad value is named, not a crash mid-search."""
+    text = os.environ.get("PRIVGATE_PROGRESS_SECONDS", "5")
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        _log.warning("PRIVGATE_PROGRESS_SECONDS=%r is not a number of seconds; using 5", text)
+        return 5.0
+    return value
+
+
 class Progress:
     """Rate-limited progress of one step.
 
@@ -48,7 +61,7 @@ class Progress:
         self.what = what
         self.total = total
         if interval is None:
-            interval = float(os.environ.get("PRIVGATE_PROGRESS_SECONDS", "5"))
+            interval = _interval_from_environment()
         self.interval = interval
         self._clock = clock
         self._started = clock()

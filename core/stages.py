@@ -426,8 +426,11 @@ def build_manifest(
         "policy": policy.model_dump(mode="json"),
         "policy_sha256": policy.fingerprint(),
         "quasi_identifiers": policy.quasi_identifiers,
-        # Exactly the columns the release's k-anonymity covers (a tiered release E: tiers 1..E).
-        "k_anonymity_covers": table.covered or policy.quasi_identifiers,
+        # Exactly the columns the release's k-anonymity covers (a tiered release E: tiers
+        # 1..E), as the gate verified them.
+        "k_anonymity_covers": decision.measurements.get(
+            "covered_quasi_identifiers", table.covered or policy.quasi_identifiers
+        ),
         "tier": table.tier,
         "transformation": table.result.levels,
         "metrics": table.metrics,

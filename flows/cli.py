@@ -218,6 +218,11 @@ def cmd_budget(args: argparse.Namespace) -> int:
         url = ledger_url_for(policy)
     else:
         url = default_ledger_url(Path(args.output or "releases").resolve())
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        raise PrivgateError(
+            f"no privacy ledger at {url.removeprefix('sqlite:///')}: no DP release has been "
+            "charged there (give --output, --policy or --ledger)"
+        )
     account = BudgetLedger(url).account(args.dataset)
     if args.json:
         print(json.dumps(account.to_dict(), indent=2, default=str))

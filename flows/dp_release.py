@@ -26,7 +26,7 @@ from prefect.states import Completed
 from prefect.transactions import transaction
 
 from core import stages
-from core.dp.release import DPTable
+from core.dp.release import DPTable, ledger_for, ledger_url_for
 from core.exceptions import GateBlockedError, UtilityBlockedError
 from core.gate import GateDecision
 from core.policy import ReleasePolicy
@@ -41,6 +41,10 @@ from tasks.validate import validate_task
 
 _INGEST_SECTIONS = ("dataset", "input", "columns")
 _DP_SECTIONS = ("dataset", "input", "columns", "differential_privacy")
+#: Values computed on the private data without noise: kept out of a DP release's manifest (the
+#: input's size, run times that grow with it, the number of classes observed and the score
+#: sensitivity derived from it). The data owner sees them in the run's log and artifacts.
+_DATA_DERIVED = frozenset({"input_rows", "seconds", "classes", "sensitivity"})
 
 
 def _manifest(
@@ -60,8 +64,9 @@ def _manifest(
         "privgate_version": stages.package_version(),
         "python": platform.python_version(),
         "run_id": table.run_id,
-        # No exact row count: the input's size is itself a statistic of the private data.
-        "input": {"path": ingested.path, "sha256": ingested.sha256},
+        # Nothing exact about the private input: no row count, no content hash (a reader
+        # could test guesses about the data against either).
+        "input": {"path": ingested.path},
         "output": {
             "file": staged.release_file.name,
             "sha256": sha256_file(staged.release_file),
@@ -75,12 +80,12 @@ def _manifest(
             "epsilon": table.epsilon,
             "delta": table.delta,
             "class": table.class_source,
-            "budget_split": table.budget_split,
+            "budget_split": {k: v for k, v in table.budget_split.items() if k not in _DATA_DERIVED},
             "spends": table.spends,
             "specializations": table.specializations,
             "cuts": table.cuts,
         },
-        "metrics": {k: v for k, v in table.metrics.items() if k != "input_rows"},
+        "metrics": {k: v for k, v in table.metrics.items() if k not in _DATA_DERIVED},
         "gate": decision.to_dict(),
     }
 
@@ -120,7 +125,7 @@ def _summary_markdown(
         f"{m.get('spent_epsilon')}, remaining {m.get('remaining_epsilon')}",
         f"- {len(table.frame)} leaf partitions",
     ]
-    if table.utility:
+    if table.utility and "error" not in table.utility:
         lines.append(
             f"- owner's check (computed on the private data, not published): the release's "
             f"{table.utility['clustering']} clustering agrees with the original's with "
@@ -139,6 +144,29 @@ def _summary_markdown(
     if not decision.passed:
         lines += ["", "Blocked: " + "; ".join(decision.reasons)]
     return "\n".join(lines)
+
+
+def _dry_run(policy: ReleasePolicy, release_id: str):
+    """A DP dry run draws no noise (drawing is spending): it checks that the spend would fit."""
+    dp = policy.differential_privacy
+    with ledger_for(policy) as ledger:
+        account = ledger.open_account(policy.dataset, dp.budget.epsilon, dp.budget.delta)
+        after = ledger.check(policy.dataset, dp.epsilon, 0.0)
+    message = (
+        f"dry run: DP release {release_id} would spend epsilon {dp.epsilon:g} of the "
+        f"{account.remaining[0]:g} left ({after[0]:g} after it); no noise drawn, nothing "
+        "published"
+    )
+    get_run_logger().info(message)
+    outcome = {
+        "release_id": release_id,
+        "path": None,
+        "published": False,
+        "gate": {"passed": True, "reasons": [], "measurements": {"remaining_epsilon": after[0]}},
+        "differential_privacy": {"epsilon": dp.epsilon, "spends": []},
+        "dry_run": True,
+    }
+    return Completed(message=message, data=outcome)
 
 
 def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
@@ -160,13 +188,21 @@ def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
     ingest_token = stages.cache_token(policy, input_sha256, *_INGEST_SECTIONS)
     ingested = ingest_task(policy, input_sha256, ingest_token)
     validated = validate_task(ingested.frame, policy, hierarchies, ingest_token)
-    # A DP release is identified by what its noise depends on: the data, the sections the
-    # mechanism reads and the date. Editing a utility threshold or the description keeps the
-    # release (and the noise already drawn and paid for); a new date is a new release.
-    dp_sections = stages.cache_token(policy, input_sha256, *_DP_SECTIONS)
-    release_id = make_release_id(input_sha256, dp_sections, release_date)
+    # A DP release is identified by its dataset, the DP settings and the date, never by a hash
+    # of the private input (an exact function of the data, which would let a reader test
+    # guesses about it): one DP release per policy and day, published once. Editing a utility
+    # threshold keeps the release and the noise already drawn and paid for.
+    public_settings = stages.cache_token(policy, "", "dataset", "differential_privacy")
+    release_id = make_release_id("differential-privacy", public_settings, release_date)
     input_expectations_task(validated, policy, hierarchies, run_name=release_id)
-    dp_token = hashlib.sha256(f"{dp_sections}:{release_id}".encode()).hexdigest()
+    if p.dry_run:
+        return _dry_run(policy, release_id)
+    # The noise is keyed by the data, the sections the mechanism reads, the release and the
+    # ledger that paid for it (never published).
+    dp_sections = stages.cache_token(policy, input_sha256, *_DP_SECTIONS)
+    dp_token = hashlib.sha256(
+        f"{dp_sections}:{release_id}:{ledger_url_for(policy)}".encode()
+    ).hexdigest()
     run_id = str(flow_run.get_id() or f"local-{uuid.uuid4()}")
     table = dp_release_task(validated, policy, hierarchies, release_id, run_id, dp_token)
     utility_decision = dp_utility_gate_task(table, policy)
@@ -191,13 +227,6 @@ def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
                 f"gate blocked DP release {release_id}: {'; '.join(decision.reasons)}", decision
             )
         manifest = _manifest(policy, release_id, release_date, ingested, table, staged, decision)
-        if p.dry_run:
-            _attach_summary(policy, release_id, table, decision, "verified (dry run)")
-            log.info("dry run: DP release %s verified, not published", release_id)
-            return Completed(
-                message=f"dry run, DP gate PASSED (epsilon {table.epsilon:g}); nothing published",
-                data=outcome,
-            )
         # Publish and mark the ledger together: if either fails, both are rolled back.
         with transaction():
             path = publish_task(staged, manifest)

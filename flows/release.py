@@ -28,14 +28,16 @@ from prefect import flow
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Completed
+from prefect.transactions import transaction
 
 from core import stages
-from core.exceptions import GateBlockedError, PrivgateError, UtilityBlockedError
+from core.exceptions import GateBlockedError, PolicyError, UtilityBlockedError
+from core.gate import GateDecision
 from core.hierarchy import Hierarchy
-from core.policy import Algorithm, ReleasePolicy
-from core.publish import discard, sha256_file
+from core.policy import RANKED_ALGORITHMS, Algorithm, ReleasePolicy
+from core.publish import StagedRelease, discard, sha256_file
 from core.ranking import Ranking
-from core.report import REPORT_FILE, blocked_report_path, build_report
+from core.report import REPORT_FILE, ReleaseReport, blocked_report_path, build_report
 from flows.parameters import ReleaseParameters
 from flows.policy_overrides import resolve_policy
 from tasks.anonymize import anonymize_task, anonymize_tiers_task
@@ -109,7 +111,10 @@ def release_flow(parameters: ReleaseParameters) -> dict:
         searched = policy.with_overrides(
             **{"algorithm.release_tiers": None, "algorithm.accept_narrower_coverage": None}
         )
-    anonymize_token = stages.cache_token(searched, input_sha256, *_ANONYMIZE_SECTIONS)
+    sections = _ANONYMIZE_SECTIONS
+    if policy.algorithm.name not in RANKED_ALGORITHMS:  # the search does not read the ranking
+        sections = tuple(section for section in sections if section != "ranking")
+    anonymize_token = stages.cache_token(searched, input_sha256, *sections)
     # The row order of the release depends only on what the search depends on, so a change to
     # another policy section (a utility threshold) keeps the cached search valid.
     shuffle_seed = int(anonymize_token[:12], 16)
@@ -120,37 +125,45 @@ def release_flow(parameters: ReleaseParameters) -> dict:
         table = anonymize_task(
             validated, policy, hierarchies, shuffle_seed, anonymize_token, ranking=ranking
         )
-        return _verify_and_publish(context, table, release_id, anonymize_token, shuffle_seed)
+        verified = _verify(context, table, release_id, anonymize_token, shuffle_seed)
+        return _publish([verified], p.dry_run)[0]
 
+    found = sorted(set(ranking.tiers.values()))
+    wanted = policy.algorithm.release_tiers or [max(found)]
+    missing = sorted(set(wanted) - set(found))
+    if missing:
+        raise PolicyError(
+            f"algorithm.release_tiers: tiers {missing} do not exist; the ranking found tiers "
+            f"{found} (fewer distinct importance scores than ranking.tiers)"
+        )
     tables = anonymize_tiers_task(
         validated, policy, hierarchies, shuffle_seed, anonymize_token, ranking=ranking
     )
-    wanted = policy.algorithm.release_tiers or [max(t.tier for t in tables)]
     by_tier = {t.tier: t for t in tables}
-    missing = sorted(set(wanted) - set(by_tier))
-    if missing:
-        raise GateBlockedError(
-            f"algorithm.release_tiers: tiers {missing} do not exist; the ranking found tiers "
-            f"{sorted(by_tier)}"
-        )
-    outcomes, failures = [], []
-    for tier in sorted(wanted):
-        token = f"{anonymize_token}-e{tier}"
-        try:
-            state = _verify_and_publish(
-                context, by_tier[tier], f"{release_id}-e{tier}", token, shuffle_seed
+    # Every requested tier is verified before any is published: all of them, or none.
+    verified: list[_Verified] = []
+    try:
+        for tier in sorted(wanted):
+            verified.append(
+                _verify(
+                    context,
+                    by_tier[tier],
+                    f"{release_id}-e{tier}",
+                    f"{anonymize_token}-e{tier}",
+                    shuffle_seed,
+                    covered=ranking.columns_in_tiers(tier),
+                )
             )
-        except PrivgateError as exc:  # every requested tier is gated; the run fails after
-            failures.append(exc)
-            log.error("tier %d: %s", tier, exc)
-            continue
-        outcomes.append(state.data)
+    except BaseException:
+        for item in verified:
+            discard(item.staged)
+        raise
+    states = _publish(verified, p.dry_run)
+    outcomes = [state.data for state in states]
     summary = [
         {"tier": t.tier, "covers": t.covered, "loss": t.metrics["loss"]}
         for t in sorted(tables, key=lambda t: t.tier)
     ]
-    if failures:
-        raise failures[0]
     outcome = dict(outcomes[-1], tiers=summary, releases=outcomes)
     paths = ", ".join(str(o["path"] or o["release_id"]) for o in outcomes)
     verb = "verified (dry run)" if p.dry_run else "published"
@@ -171,15 +184,31 @@ class _RunContext:
     ranking: Ranking | None = None
 
 
-def _verify_and_publish(
+@dataclass
+class _Verified:
+    """A release written to staging and verified, with its manifest and report, not yet
+    published."""
+
+    staged: StagedRelease
+    manifest: dict
+    report: ReleaseReport
+    decision: GateDecision
+    outcome: dict
+
+
+def _verify(
     ctx: _RunContext,
     table: stages.AnonymizedTable,
     release_id: str,
     anonymize_token: str,
     shuffle_seed: int,
-):
-    """Measure, gate, report and (unless a dry run) publish one release table."""
-    log = get_run_logger()
+    covered: list[str] | None = None,
+) -> _Verified:
+    """Measure, gate and report one release table; raise if a gate blocks it.
+
+    ``covered`` (a tiered release) is the coverage the gate verifies, derived from the ranking
+    (tiers 1..E), not taken from the algorithm's own account.
+    """
     policy, p, hierarchies, ingested = ctx.policy, ctx.parameters, ctx.hierarchies, ctx.ingested
     utility = utility_task(
         ctx.validated,
@@ -190,7 +219,7 @@ def _verify_and_publish(
         utility_token(anonymize_token, policy),
     )
     utility_decision = utility_gate_task(utility, policy)
-    staged, decision = gate_task(table, policy, release_id, ingested.rows)
+    staged, decision = gate_task(table, policy, release_id, ingested.rows, covered)
     outcome = {
         "release_id": release_id,
         "path": None,
@@ -264,21 +293,48 @@ def _verify_and_publish(
             ctx.input_expectations,
             release_dir=None if p.dry_run else staged.staging_dir,
         )
-        if p.dry_run:
-            report_task(report, None)
-            log.info("dry run: release %s verified, not published", release_id)
-            return Completed(
-                message=f"dry run, gate {decision.summary}; nothing published", data=outcome
+        if not p.dry_run:
+            # Written into the staging folder: published atomically with the release, or not.
+            written = report_task(
+                report,
+                staged.staging_dir / REPORT_FILE,
+                location=str(staged.final_dir / REPORT_FILE),
             )
-        # Written into the staging folder: published atomically with the release, or not at all.
-        written = report_task(
-            report, staged.staging_dir / REPORT_FILE, location=str(staged.final_dir / REPORT_FILE)
-        )
-        manifest["report"] = {"file": REPORT_FILE, "sha256": sha256_file(written)}
-        path = publish_task(staged, manifest)
+            manifest["report"] = {"file": REPORT_FILE, "sha256": sha256_file(written)}
+    except BaseException:
+        discard(staged)
+        raise
+    return _Verified(staged, manifest, report, decision, outcome)
+
+
+def _publish(verified: list[_Verified], dry_run: bool) -> list:
+    """Publish verified releases, all in one transaction: if one rename fails, those already
+    renamed are taken out of place again (``tasks/publish.py``), so a run publishes all of its
+    releases or none. A dry run discards them instead."""
+    log = get_run_logger()
+    states = []
+    try:
+        if dry_run:
+            for item in verified:
+                report_task(item.report, None)
+                log.info("dry run: release %s verified, not published", item.staged.release_id)
+                states.append(
+                    Completed(
+                        message=f"dry run, gate {item.decision.summary}; nothing published",
+                        data=item.outcome,
+                    )
+                )
+            return states
+        with transaction():
+            paths = [publish_task(item.staged, item.manifest) for item in verified]
     finally:
-        if staged.staging_dir.exists():
-            discard(staged)
-    log.info("released %s: %s", path, decision.summary)
-    outcome.update(path=str(path), published=True)
-    return Completed(message=f"gate {decision.summary}; published {path}", data=outcome)
+        for item in verified:
+            if item.staged.staging_dir.exists():
+                discard(item.staged)
+    for item, path in zip(verified, paths, strict=True):
+        log.info("released %s: %s", path, item.decision.summary)
+        item.outcome.update(path=str(path), published=True)
+        states.append(
+            Completed(message=f"gate {item.decision.summary}; published {path}", data=item.outcome)
+        )
+    return states

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 from prefect import task
+from prefect.cache_policies import INPUTS
 from prefect.logging import get_run_logger
 
 from core.dp.gate import verify_dp_release
@@ -26,12 +27,15 @@ from core.dp.release import (
 from core.gate import GateDecision
 from core.hierarchy import Hierarchy
 from core.policy import ReleasePolicy
-from core.publish import StagedRelease, stage_release
-from tasks._caching import CACHED_STAGE
+from core.publish import StagedRelease, discard, stage_release
 from tasks._progress import forward_progress
 
+#: The noisy result is keyed by its token alone, not by the task's source: a code change must
+#: never make a rerun of an unpublished release draw (and pay for) its noise again.
+NOISE_CACHE = INPUTS - "frame" - "policy" - "hierarchies" - "run_id"
 
-@task(name="dp-release", timeout_seconds=3600, **CACHED_STAGE)
+
+@task(name="dp-release", timeout_seconds=3600, persist_result=True, cache_policy=NOISE_CACHE)
 def dp_release_task(
     frame: pd.DataFrame,
     policy: ReleasePolicy,
@@ -76,7 +80,9 @@ def _draw(
     )
     with forward_progress():
         table = dp_release(frame, policy, hierarchies, accountant, run_id=run_id)
-    if table.utility:
+    if "error" in table.utility:
+        log.error("dp: the owner's clustering check failed: %s", table.utility["error"])
+    elif table.utility:
         log.info(
             "dp: the release's %s clustering agrees with the owner's: F-measure %.4f, "
             "MatchPoint %.4f (owner's check, not published)",
@@ -136,20 +142,24 @@ def dp_gate_task(
     staged = stage_release(
         table.frame, policy.output.directory, policy.dataset, release_id, policy.output.format
     )
-    dp = policy.differential_privacy
-    with ledger_for(policy) as ledger:
-        decision = verify_dp_release(
-            staged.release_file,
-            expected_columns=[*policy.quasi_identifiers, COUNT_COLUMN],
-            forbidden_columns=policy.identifiers,
-            count_column=COUNT_COLUMN,
-            ledger=ledger,
-            dataset=policy.dataset,
-            release_id=release_id,
-            run_id=table.run_id,
-            epsilon=dp.epsilon,
-            delta=0.0,
-        )
+    try:
+        dp = policy.differential_privacy
+        with ledger_for(policy) as ledger:
+            decision = verify_dp_release(
+                staged.release_file,
+                expected_columns=[*policy.quasi_identifiers, COUNT_COLUMN],
+                forbidden_columns=policy.identifiers,
+                count_column=COUNT_COLUMN,
+                ledger=ledger,
+                dataset=policy.dataset,
+                release_id=release_id,
+                run_id=table.run_id,
+                epsilon=dp.epsilon,
+                delta=0.0,
+            )
+    except BaseException:
+        discard(staged)  # the flow never receives it: clean up here
+        raise
     log = get_run_logger()
     m = decision.measurements
     if decision.passed:

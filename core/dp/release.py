@@ -158,7 +158,12 @@ def dp_release(
     table = result.table
     utility = {}
     if dp.clusters is not None:
-        utility = _clustering_agreement(result, scored, policy)
+        # The noise is drawn and paid for: a failure of this (non-private, owner-side) check
+        # must not lose it, or a rerun would draw and pay again. It is reported instead.
+        try:
+            utility = _clustering_agreement(result, scored, policy)
+        except Exception as exc:  # noqa: BLE001 - any failure, reported as data
+            utility = {"error": f"{type(exc).__name__}: {exc}"}
     metrics = {
         "algorithm": "dpheter",
         "input_rows": len(frame),
@@ -213,6 +218,10 @@ def check_dp_utility(table: DPTable, policy: ReleasePolicy):
             continue
         measured = table.utility.get(measure)
         held = measured is not None and measured >= limit
+        if "error" in table.utility:
+            reasons.append(f"utility.thresholds.{key}: not measured ({table.utility['error']})")
+            checks.append({"threshold": key, "limit": limit, "subject": measure, "held": False})
+            continue
         checks.append(
             {
                 "threshold": key,

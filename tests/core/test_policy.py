@@ -401,3 +401,13 @@ def test_invalid_override_raises_policy_error(key: str, value: object, fragment:
     with pytest.raises(PolicyError, match="overrides") as info:
         policy.with_overrides(**{key: value})
     assert fragment in str(info.value)
+
+
+def test_override_into_a_section_the_policy_lacks_is_validated_not_a_crash() -> None:
+    policy = ReleasePolicy.model_validate(copy.deepcopy(BASE))
+    ranked = policy.with_overrides(**{"ranking.target": "disease", "algorithm.name": "rfka"})
+    assert ranked.ranking is not None and ranked.ranking.target == "disease"
+    with pytest.raises(PolicyError, match="differential_privacy"):
+        policy.with_overrides(**{"differential_privacy.epsilon": 0.5})
+    with pytest.raises(PolicyError, match="'privacy.k.deeper': privacy.k is a value"):
+        policy.with_overrides(**{"privacy.k.deeper": 3})

@@ -9,8 +9,10 @@ same release reuses the noise already drawn and paid for.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -26,7 +28,7 @@ DP_POLICY = REPO / "policies" / "adult-dp.yaml"
 QIS = load_policy(DP_POLICY).quasi_identifiers
 
 
-def _run(tmp_path: Path, day: int, epsilon: float = 0.8, **overrides):
+def _run(tmp_path: Path, day: int, epsilon: float = 0.8, dry_run: bool = False, **overrides):
     from flows.parameters import ReleaseParameters
     from flows.release import release_flow
 
@@ -35,6 +37,7 @@ def _run(tmp_path: Path, day: int, epsilon: float = 0.8, **overrides):
             policy_path=str(DP_POLICY),
             release_date=date(2026, 12, day),
             epsilon=epsilon,
+            dry_run=dry_run,
             overrides={
                 "output.directory": str(tmp_path / "releases"),
                 "differential_privacy.rounds": 4,
@@ -75,20 +78,26 @@ def test_nightly_dp_releases_stop_at_the_lifetime_budget(prefect_harness, shared
 
     folder = Path(second["path"])
     release = pd.read_csv(folder / "release.csv", dtype=str, keep_default_na=False)
-    assert list(release.columns) == [*sorted(QIS, key=list(release.columns).index), "count"]
+    assert release.columns[-1] == "count"
     assert set(release.columns) == {*QIS, "count"}
     assert (release["count"].astype(int) >= 0).all()
     manifest = json.loads((folder / "manifest.json").read_text())
     spends = manifest["differential_privacy"]["spends"]
     assert sum(s["epsilon"] for s in spends) == pytest.approx(0.8)
     split = manifest["differential_privacy"]["budget_split"]  # the policy's choices, recorded
-    assert split["score"] == "max" and split["sensitivity"] == 1.0
+    assert split["score"] == "max"
     assert split["counts"] + split["selection_spent"] == pytest.approx(0.8)
     assert {s["mechanism"] for s in spends} >= {"exponential", "discrete_laplace"}
     assert manifest["gate"]["measurements"]["remaining_epsilon"] == pytest.approx(0.4)
     assert "score" not in json.dumps(manifest["differential_privacy"]["specializations"])
-    # nothing exact about the private data: no input row count in a DP release's manifest
+    # nothing exact about the private data in a DP release's manifest or id: no row count, no
+    # content hash, no run time, no class count observed in the data
+    input_sha256 = hashlib.sha256(Path(manifest["input"]["path"]).read_bytes()).hexdigest()
+    published = json.dumps(manifest)
+    assert input_sha256 not in published and input_sha256[:12] not in second["release_id"]
     assert "rows" not in manifest["input"] and "input_rows" not in manifest["metrics"]
+    assert "seconds" not in manifest["metrics"]
+    assert not {"classes", "sensitivity"} & set(split)
 
     from flows.cli import main
 
@@ -143,3 +152,26 @@ def test_utility_threshold_blocks_a_dp_release_without_a_second_spend(
     outcome = _run(tmp_path, 7, **{"utility": {"thresholds": {"min_match_point": 0.1}}})
     assert outcome["published"]
     assert _ledger(tmp_path).account("adult-dp").spent_epsilon == pytest.approx(0.8)
+
+
+def test_dp_dry_run_checks_the_budget_without_drawing(prefect_harness, shared_data, tmp_path):
+    shared_data("arx/adult.csv")
+    outcome = _run(tmp_path, 9, dry_run=True)
+    assert not outcome["published"] and outcome["dry_run"]
+    assert outcome["gate"]["measurements"]["remaining_epsilon"] == pytest.approx(1.2)
+    ledger = _ledger(tmp_path)
+    account = ledger.account("adult-dp")
+    assert account.spent_epsilon == 0 and account.entries == ()
+    assert not list((tmp_path / "releases" / "adult-dp").glob("*/manifest.json"))
+
+    @dataclass(frozen=True)
+    class Earlier:
+        mechanism: str = "laplace"
+        epsilon: float = 1.5
+        delta: float = 0.0
+        step: str = "an earlier release"
+
+    ledger.charge("adult-dp", release_id="earlier", run_id="r0", spends=[Earlier()])
+    with pytest.raises(BudgetExceededError, match=r"remaining \(epsilon=0.5"):
+        _run(tmp_path, 9, dry_run=True)
+    assert ledger.account("adult-dp").spent_epsilon == pytest.approx(1.5)

@@ -123,3 +123,26 @@ def test_bank_marketing_tiered_releases(prefect_harness, shared_data, tmp_path):
         covered = manifest["k_anonymity_covers"]
         assert anonymity.k_anonymity(frame, covered) >= 5
         assert len(frame) >= 11162 - int(0.02 * 11162)
+
+
+def test_tiered_run_publishes_all_requested_tiers_or_none(
+    prefect_harness, shared_data, tmp_path, monkeypatch
+):
+    """The last tier's publication fails: the tiers already renamed into place are taken out
+    again (one Prefect transaction), so no reader ever sees part of the run."""
+    shared_data("arx/adult.csv")
+    import tasks.publish
+
+    real_publish = tasks.publish.publish
+
+    def publish_fails_for_e5(staged, manifest):
+        if staged.release_id.endswith("-e5"):
+            raise OSError("disk full")
+        return real_publish(staged, manifest)
+
+    monkeypatch.setattr(tasks.publish, "publish", publish_fails_for_e5)
+    with pytest.raises(OSError, match="disk full"):
+        _run("adult-tiered.yaml", tmp_path, {"ranking": FAST_RANKING})
+    releases = tmp_path / "releases" / "adult-tiered"
+    assert not list(releases.glob("*/manifest.json"))  # e3 and e4 were rolled back
+    assert not list(releases.glob(".staging-*")) and not list(releases.glob(".rolled-back-*"))

@@ -123,3 +123,35 @@ def test_gate_blocks_bad_counts_and_undeclared_columns(tmp_path: Path) -> None:
     )
     leaky = _verify(path, ledger)
     assert any("direct identifier" in r for r in leaky.reasons)
+
+
+def test_the_charge_is_committed_before_the_noise_is_drawn(tmp_path: Path, monkeypatch) -> None:
+    """Spy on both sides: the ledger's commit and OpenDP's sampler, in the order they happen."""
+    events: list[str] = []
+    ledger = _ledger(tmp_path, budget=0.5)
+    real_charge = BudgetLedger.charge
+
+    def charge(self, *args, **kwargs):
+        entries = real_charge(self, *args, **kwargs)
+        events.append("charged")
+        return entries
+
+    real_measurement = mechanisms._pure_measurement
+
+    def measurement(*args, **kwargs):
+        draw, spent, scale = real_measurement(*args, **kwargs)
+
+        def spied(value):
+            events.append("drawn")
+            return draw(value)
+
+        return spied, spent, scale
+
+    monkeypatch.setattr(BudgetLedger, "charge", charge)
+    monkeypatch.setattr(mechanisms, "_pure_measurement", measurement)
+    accountant = LedgerAccountant(ledger, "toy", "r1", "run-1", budget=(1.0, 0.0))
+    mechanisms.discrete_laplace_counts([5, 5], 0.4, accountant=accountant)
+    assert events == ["charged", "drawn"]
+    with pytest.raises(BudgetExceededError):  # 0.1 left in the ledger
+        mechanisms.discrete_laplace_counts([5, 5], 0.4, accountant=accountant)
+    assert events == ["charged", "drawn"]  # refused before any draw
