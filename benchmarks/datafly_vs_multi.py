@@ -40,13 +40,13 @@ import numpy as np
 import pandas as pd
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
-from core.anonymize import AnonymizationResult, Datafly, MultiAttributeDatafly
-from core.datasets import load_adult
-from core.encoding import FrequencySet, encode_table
-from core.exceptions import HierarchyError, IngestError
-from core.hierarchy import ARXHierarchy, value_key
-from core.metrics import precision
-from core.privacy import KAnonymity
+from privgate.core.anonymize import AnonymizationResult, Datafly, MultiAttributeDatafly
+from privgate.core.datasets import load_adult
+from privgate.core.encoding import FrequencySet, encode_table
+from privgate.core.exceptions import HierarchyError, IngestError
+from privgate.core.hierarchy import ARXHierarchy, value_key
+from privgate.core.metrics import precision
+from privgate.core.privacy import KAnonymity
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT / ".." / "shared" / "data"

@@ -45,16 +45,16 @@ if str(REPO_ROOT) not in sys.path:
 
 from _markdown import upsert_section  # noqa: E402 (script dir)
 
-from core.datasets import load_adult  # noqa: E402
-from core.dp.dpheter import (  # noqa: E402
+from privgate.core.datasets import load_adult  # noqa: E402
+from privgate.core.dp.dpheter import (  # noqa: E402
     DPHeterConfig,
     cluster_class_labels,
     cluster_release,
     dpheter_release,
 )
-from core.dp.heterogeneous import heterogeneous_adult  # noqa: E402
-from core.hierarchy import ARXHierarchy  # noqa: E402
-from core.utility import f_measure, match_point  # noqa: E402
+from privgate.core.dp.heterogeneous import heterogeneous_adult  # noqa: E402
+from privgate.core.hierarchy import ARXHierarchy  # noqa: E402
+from privgate.core.utility import f_measure, match_point  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 DATA = REPO_ROOT / ".." / "shared" / "data"
@@ -322,7 +322,7 @@ def section(cells, info, args, started, seconds, load_before, load_after) -> str
         "release clustered the same way (`cluster_release`: same features, `KMeans(n_init=10, "
         "random_state=0)` / `BisectingKMeans(random_state=0)`, partitions weighted by their "
         "noisy counts); each original record takes the cluster of the leaf partition it falls "
-        "in. F = F-measure, MP = MatchPoint (`core.utility`).",
+        "in. F = F-measure, MP = MatchPoint (`privgate.core.utility`).",
         f"- Published (DPHeter on Adult, same grid): F-measure {PUBLISHED['f_measure'][0]}-"
         f"{PUBLISHED['f_measure'][1]}, MatchPoint {PUBLISHED['match_point'][0]}-"
         f"{PUBLISHED['match_point'][1]}.",

@@ -10,7 +10,7 @@ classifier are scored by 10-fold stratified cross-validation on the kept feature
 * **FELP epsilon = ...**: the private selection, for every epsilon of the grid;
 * **random features**: ``n_keep`` features drawn uniformly (what pure noise would select);
 * **FELP, conservative sensitivity** at the largest epsilon: the noise calibrated to
-  ``2 / (m lam)`` (subset size) and ``2 / lam`` (worst case), see :mod:`core.dp.felp`.
+  ``2 / (m lam)`` (subset size) and ``2 / lam`` (worst case), see :mod:`privgate.core.dp.felp`.
 
 Every FELP row is the mean over ``--reps`` repetitions; repetition ``r`` uses
 ``random_state = seed + r`` for the subsets (shared by the private and non-private rows) and
@@ -55,8 +55,8 @@ if str(REPO_ROOT) not in sys.path:
 
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
-from core.datasets import load_breast_cancer_wisconsin, load_soybean_large  # noqa: E402
-from core.dp.felp import felp_select, felp_sensitivity  # noqa: E402
+from privgate.core.datasets import load_breast_cancer_wisconsin, load_soybean_large  # noqa: E402
+from privgate.core.dp.felp import felp_select, felp_sensitivity  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 DATA_DIR = REPO_ROOT.parent / "shared" / "data"

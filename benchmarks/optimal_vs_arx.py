@@ -59,12 +59,17 @@ import numpy as np
 import pandas as pd
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
-from core.anonymize import AnonymizationResult, Mondrian, OptimalLattice, apply_generalization
-from core.anonymize._bounds import ProjectionBounds
-from core.encoding import EncodedTable, FrequencySet, encode_table
-from core.hierarchy import ARXHierarchy
-from core.metrics import table_loss
-from core.privacy import KAnonymity
+from privgate.core.anonymize import (
+    AnonymizationResult,
+    Mondrian,
+    OptimalLattice,
+    apply_generalization,
+)
+from privgate.core.anonymize._bounds import ProjectionBounds
+from privgate.core.encoding import EncodedTable, FrequencySet, encode_table
+from privgate.core.hierarchy import ARXHierarchy
+from privgate.core.metrics import table_loss
+from privgate.core.privacy import KAnonymity
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
@@ -788,7 +793,7 @@ def cli_cold_runs(limit: float, repeats: int) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
             cmd = [
-                sys.executable, "-m", "flows.cli", "anonymize",
+                sys.executable, "-m", "privgate.flows.cli", "anonymize",
                 str(REPO_ROOT / "policies" / "adult.yaml"),
                 "--k", str(MONDRIAN_K), "--suppression-limit", str(limit),
                 "--output", str(Path(tmp) / "release.csv"),
@@ -1012,7 +1017,7 @@ def reading(
             f"at k=5) takes {walls}, against {lo}-{hi} s for ARX's cold JVM process "
             + ("(within or below ARX's range)" if inside else "(above ARX's range in part)")
             + f". Interpreter start and imports (numpy, pandas, pyarrow, pydantic via "
-            f"`core.policy`) take {startup} of it; the work itself {work}."
+            f"`privgate.core.policy`) take {startup} of it; the work itself {work}."
         )
 
     # Mondrian.

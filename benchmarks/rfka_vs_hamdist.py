@@ -5,7 +5,7 @@ Both algorithms release a k-anonymous *projection* of the table instead of gener
 * **RFKA** (``core.anonymize._rfka.rfka_select``): attributes ranked by out-of-bag permutation
   importance of a random forest (``core.ranking.oob_permutation_importance``), kept one by one
   in that order while the projection on the kept attributes stays k-anonymous;
-* **Greedy Hamdist** (``core.anonymize._hamdist.greedy_hamdist_select``), the baseline: the
+* **Greedy Hamdist** (``privgate.core.anonymize._hamdist.greedy_hamdist_select``), the baseline: the
   attributes one-hot binarized, binary features added by decreasing Hamming distance between
   records of different classes while the projection stays k-anonymous.
 
@@ -48,10 +48,10 @@ if str(REPO_ROOT) not in sys.path:
 
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
-from core.anonymize._hamdist import binarize, greedy_hamdist_select  # noqa: E402
-from core.anonymize._rfka import FeatureSelection, rfka_select  # noqa: E402
-from core.datasets import load_adult, load_breast_cancer_wisconsin  # noqa: E402
-from core.ranking import oob_permutation_importance  # noqa: E402
+from privgate.core.anonymize._hamdist import binarize, greedy_hamdist_select  # noqa: E402
+from privgate.core.anonymize._rfka import FeatureSelection, rfka_select  # noqa: E402
+from privgate.core.datasets import load_adult, load_breast_cancer_wisconsin  # noqa: E402
+from privgate.core.ranking import oob_permutation_importance  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -446,7 +446,7 @@ def section(results, args, started, seconds, load_before, load_after) -> str:
         f"- Date: {started:%Y-%m-%d %H:%M} UTC; total run time {seconds / 60:.1f} min",
         f"- Machine: {machine(load_before, load_after)}",
         f"- Code measured: {code_state()}",
-        "- **RFKA**: attributes ranked by `core.ranking.oob_permutation_importance("
+        "- **RFKA**: attributes ranked by `privgate.core.ranking.oob_permutation_importance("
         f"n_estimators={args.n_estimators}, random_state={args.seed})` (a random forest's "
         "out-of-bag permutation importance on the quasi-identifiers as the selection sees them), "
         "then `rfka_select`: keep each attribute, most important first, if the projection on the "

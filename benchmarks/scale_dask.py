@@ -55,7 +55,7 @@ PANDAS_MAX_ROWS = 3_000_000
 
 
 def _child(kind: str, data: str, out: str, blocksize: str) -> dict:
-    from core.policy import load_policy
+    from privgate.core.policy import load_policy
 
     policy = load_policy(POLICY).with_overrides(**{"input.path": data})
     stamps: list[tuple[str, float, float]] = []
@@ -68,12 +68,12 @@ def _child(kind: str, data: str, out: str, blocksize: str) -> dict:
         return value
 
     if kind == "pandas":
-        from core.anonymize import apply_generalization, make_algorithm
-        from core.encoding import encode_table
-        from core.gate import verify_release
-        from core.hierarchy import hierarchies_for
-        from core.ingest import read_table
-        from core.privacy import models_from_policy
+        from privgate.core.anonymize import apply_generalization, make_algorithm
+        from privgate.core.encoding import encode_table
+        from privgate.core.gate import verify_release
+        from privgate.core.hierarchy import hierarchies_for
+        from privgate.core.ingest import read_table
+        from privgate.core.privacy import models_from_policy
 
         models = models_from_policy(policy.privacy)
 
@@ -113,7 +113,7 @@ def _child(kind: str, data: str, out: str, blocksize: str) -> dict:
     else:
         import dask
 
-        from core.scale import (
+        from privgate.core.scale import (
             frequency_stage,
             publish_stage,
             search_stage,

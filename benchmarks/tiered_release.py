@@ -51,20 +51,20 @@ from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
 from sklearn.model_selection import StratifiedKFold  # noqa: E402
 
-from core.anonymize import OptimalLattice, apply_generalization  # noqa: E402
-from core.anonymize._tiered import tiered_releases  # noqa: E402
-from core.datasets import load_adult, load_bank_marketing  # noqa: E402
-from core.encoding import encode_table  # noqa: E402
-from core.hierarchy import (  # noqa: E402
+from privgate.core.anonymize import OptimalLattice, apply_generalization  # noqa: E402
+from privgate.core.anonymize._tiered import tiered_releases  # noqa: E402
+from privgate.core.datasets import load_adult, load_bank_marketing  # noqa: E402
+from privgate.core.encoding import encode_table  # noqa: E402
+from privgate.core.hierarchy import (  # noqa: E402
     SUPPRESSED,
     ARXHierarchy,
     Hierarchy,
     IntervalHierarchy,
     taxonomy_hierarchy,  # noqa: E402
 )
-from core.metrics import table_loss  # noqa: E402
-from core.privacy import KAnonymity  # noqa: E402
-from core.ranking import Ranking, rank_attributes  # noqa: E402
+from privgate.core.metrics import table_loss  # noqa: E402
+from privgate.core.privacy import KAnonymity  # noqa: E402
+from privgate.core.ranking import Ranking, rank_attributes  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 DATA = (REPO_ROOT / ".." / "shared" / "data").resolve()
@@ -507,7 +507,7 @@ def section(results, args, started, seconds, load_before, load_after) -> str:
         f"- Machine: {machine(load_before, load_after)}",
         f"- Code measured: {code_state()}",
         *data_lines,
-        f"- Ranking: `core.ranking.rank_attributes(method='permutation', n_estimators="
+        f"- Ranking: `privgate.core.ranking.rank_attributes(method='permutation', n_estimators="
         f"{args.n_estimators}, n_tiers=5, random_state=0)` on the original records: Breiman's "
         "permutation importance on each tree's out-of-bag rows, QIs ordinal-encoded; tiers = "
         "exact 1-d k-means (k = 5) over the scores, tier 1 = highest centre. AD = approximation "

@@ -9,7 +9,7 @@ release is measured with :mod:`core.utility`, exactly as the release flow's util
   5-fold stratified cross-validation on the *same folds* for the original and the release, on a
   stratified, seeded sample of 5,000 original records (``--sample``; the SVM is too slow on all
   30,162 for a benchmark); target ``salary-class``, features the 8 quasi-identifiers;
-* information loss (``core.metrics.table_loss``) and the engine's metrics;
+* information loss (``privgate.core.metrics.table_loss``) and the engine's metrics;
 * clustering: k-means and bisecting k-means with 3 and 5 clusters on the whole table, compared
   with the original's clustering by F-measure and MatchPoint.
 
@@ -49,9 +49,9 @@ if str(REPO_ROOT) not in sys.path:
 
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
-from core import stages  # noqa: E402
-from core.policy import ReleasePolicy, load_policy  # noqa: E402
-from core.utility import (  # noqa: E402
+from privgate.core import stages  # noqa: E402
+from privgate.core.policy import ReleasePolicy, load_policy  # noqa: E402
+from privgate.core.utility import (  # noqa: E402
     ClassificationUtility,
     ClusteringUtility,
     cluster_labels,
@@ -61,7 +61,7 @@ from core.utility import (  # noqa: E402
     match_point,
     measure_utility,
 )
-from validations.schema import validate_input  # noqa: E402
+from privgate.validations.schema import validate_input  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 POLICY = REPO_ROOT / "policies" / "adult.yaml"

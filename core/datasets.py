@@ -11,7 +11,7 @@ and explicit dtypes:
 
 The loaders are deliberately strict. A privacy release must describe the records it was given,
 so a ragged row, an unexpected label or an empty file is never skipped or padded silently:
-it raises :class:`core.exceptions.IngestError` whose message names the file and the 1-based
+it raises :class:`privgate.core.exceptions.IngestError` whose message names the file and the 1-based
 physical line number of the offending row.
 
 The release policy selects a loader by name through :data:`DATASET_LOADERS`
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.exceptions import IngestError
+from privgate.core.exceptions import IngestError
 
 __all__ = [
     "ADULT_COLUMNS",

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.exceptions import HierarchyError
-from core.hierarchy import Hierarchy
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy import Hierarchy
 
 __all__ = ["ClassStats", "EncodedColumn", "EncodedTable", "FrequencySet", "encode_table"]
 
@@ -40,7 +40,7 @@ class EncodedColumn:
         Number of distinct values in the column. The domain is the data's, not the
         hierarchy's value list, so that a hierarchy listing ages 1-100 does not make a band
         of observed ages 17-90 look finer than it is, and so that the search's loss and the
-        loss measured on the written release (:func:`core.metrics.table_loss`) agree.
+        loss measured on the written release (:func:`privgate.core.metrics.table_loss`) agree.
     """
 
     name: str

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from core.anonymize import make_algorithm, require_full_domain
-from core.anonymize._generalize import generalize_columns
-from core.encoding import encode_table
-from core.exceptions import AnonymizationError, GateBlockedError, IngestError
-from core.gate import GateDecision, verify_release
-from core.hierarchy import hierarchies_for, sensitive_hierarchies_for
-from core.policy import ReleasePolicy
-from core.privacy import models_from_policy
-from core.textcsv import read_text_columns, write_text_columns
+from privgate.core.anonymize import make_algorithm, require_full_domain
+from privgate.core.anonymize._generalize import generalize_columns
+from privgate.core.encoding import encode_table
+from privgate.core.exceptions import AnonymizationError, GateBlockedError, IngestError
+from privgate.core.gate import GateDecision, verify_release
+from privgate.core.hierarchy import hierarchies_for, sensitive_hierarchies_for
+from privgate.core.policy import ReleasePolicy
+from privgate.core.privacy import models_from_policy
+from privgate.core.textcsv import read_text_columns, write_text_columns
 
 __all__ = ["anonymize_csv"]
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from core.encoding import ClassStats, factorize, is_missing
-from core.exceptions import VerificationError
-from core.privacy import PrivacyModel
-from core.textcsv import read_text_columns
+from privgate.core.encoding import ClassStats, factorize, is_missing
+from privgate.core.exceptions import VerificationError
+from privgate.core.privacy import PrivacyModel
+from privgate.core.textcsv import read_text_columns
 
 __all__ = [
     "GateDecision",

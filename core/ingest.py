@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.exceptions import IngestError
-from core.policy import InputSpec
+from privgate.core.exceptions import IngestError
+from privgate.core.policy import InputSpec
 
 __all__ = ["read_table"]
 
@@ -264,7 +264,7 @@ def read_table(spec: InputSpec) -> pd.DataFrame:
             raise IngestError(f"{path}: cannot read as Parquet: {exc}") from None
         df = df.replace({m: pd.NA for m in spec.missing_values if m != ""})
     else:
-        from core.datasets import DATASET_LOADERS
+        from privgate.core.datasets import DATASET_LOADERS
 
         df = DATASET_LOADERS[spec.format](path)
     if len(df) == 0:

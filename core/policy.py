@@ -42,7 +42,7 @@ from pydantic import (
     model_validator,
 )
 
-from core.exceptions import PolicyError
+from privgate.core.exceptions import PolicyError
 
 __all__ = [
     "ARXHierarchySpec",

@@ -19,7 +19,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.exceptions import PublishError
+from privgate.core.exceptions import PublishError
 
 if TYPE_CHECKING:
     import pandas as pd

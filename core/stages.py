@@ -19,25 +19,25 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from core.anonymize import (
+from privgate.core.anonymize import (
     AnonymizationResult,
     Mondrian,
     apply_generalization,
     make_algorithm,
 )
-from core.anonymize._generalize import shuffle_rows
-from core.encoding import encode_table
-from core.exceptions import AnonymizationError
-from core.gate import GateDecision, check_coverage, verify_release
-from core.hierarchy import Hierarchy, hierarchies_for, sensitive_hierarchies_for
-from core.ingest import read_table
-from core.metrics import precision, table_loss
-from core.policy import Algorithm, ColumnType, ReleasePolicy
+from privgate.core.anonymize._generalize import shuffle_rows
+from privgate.core.encoding import encode_table
+from privgate.core.exceptions import AnonymizationError
+from privgate.core.gate import GateDecision, check_coverage, verify_release
+from privgate.core.hierarchy import Hierarchy, hierarchies_for, sensitive_hierarchies_for
+from privgate.core.ingest import read_table
+from privgate.core.metrics import precision, table_loss
+from privgate.core.policy import Algorithm, ColumnType, ReleasePolicy
 
 if TYPE_CHECKING:
-    from core.ranking import Ranking
-from core.privacy import models_from_policy
-from core.publish import StagedRelease, make_release_id, sha256_file, stage_release
+    from privgate.core.ranking import Ranking
+from privgate.core.privacy import models_from_policy
+from privgate.core.publish import StagedRelease, make_release_id, sha256_file, stage_release
 
 __all__ = [
     "AnonymizedTable",
@@ -89,7 +89,7 @@ def rank(frame: pd.DataFrame, policy: ReleasePolicy) -> Ranking:
     and seeded by ``ranking.seed``, so a nightly run on a large table stays bounded and the
     ranking is reproducible.
     """
-    from core.ranking import rank_attributes
+    from privgate.core.ranking import rank_attributes
 
     spec = policy.ranking
     if spec is None:
@@ -281,7 +281,7 @@ def _anonymize_rfka(
     metrics: dict,
 ) -> AnonymizedTable:
     """RFKA: keep attributes in order of importance while the projection stays k-anonymous."""
-    from core.anonymize._rfka import rfka_release
+    from privgate.core.anonymize._rfka import rfka_release
 
     started = time.perf_counter()
     order = _require_ranking(policy, ranking).order
@@ -314,7 +314,7 @@ def anonymize_tiers(
     quasi-identifiers of tiers 1..E; the others are released unchanged. Each table records the
     columns its guarantee covers, which the gate and the manifest state.
     """
-    from core.anonymize._tiered import tiered_releases
+    from privgate.core.anonymize._tiered import tiered_releases
 
     _check_feasible(policy, len(frame))
     models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
@@ -377,7 +377,7 @@ def verify(
 
     ``covered`` (a tiered release) names the quasi-identifiers the release claims to protect;
     the criteria are measured over exactly those, and the coverage rule
-    (:func:`core.gate.check_coverage`) blocks a narrower release the policy did not accept.
+    (:func:`privgate.core.gate.check_coverage`) blocks a narrower release the policy did not accept.
     """
     decision = verify_release(
         release_file,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.exceptions import IngestError
+from privgate.core.exceptions import IngestError
 
 __all__ = ["read_text_columns", "write_text_columns"]
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.policy import load_policy
+from privgate.core.policy import load_policy
 
 #: The nightly schedule every deployment gets unless told otherwise.
 NIGHTLY_CRON = "0 2 * * *"
@@ -32,7 +32,7 @@ def build_deployments(
     """One scheduled deployment of the release flow per policy (policies validated first)."""
     from prefect.schedules import Cron
 
-    from flows.release import release_flow
+    from privgate.flows.release import release_flow
 
     deployments = []
     for path in policy_paths:

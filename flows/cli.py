@@ -32,7 +32,7 @@ for _name, _value in (
 ):
     os.environ.setdefault(_name, _value)
 
-from core.exceptions import PrivgateError  # noqa: E402  (after the environment is set)
+from privgate.core.exceptions import PrivgateError  # noqa: E402  (after the environment is set)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_POLICY = PROJECT_ROOT / "policies" / "demo.yaml"
@@ -59,9 +59,9 @@ def _quiet_expected_tracebacks() -> None:
 
 
 def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -> int:
-    from flows.parameters import ReleaseParameters
-    from flows.policy_overrides import resolve_policy
-    from flows.release import release_flow
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.policy_overrides import resolve_policy
+    from privgate.flows.release import release_flow
 
     # Validate the policy and overrides before starting Prefect: a typo fails in milliseconds.
     epsilon = getattr(args, "epsilon", None)
@@ -115,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from core.demo_data import write_census_csv
+    from privgate.core.demo_data import write_census_csv
 
     workdir = Path(args.workdir).resolve()
     data = workdir / "demo-data" / "census.csv"
@@ -128,8 +128,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_anonymize(args: argparse.Namespace) -> int:
-    from core.fastpath import anonymize_csv
-    from flows.policy_overrides import resolve_policy
+    from privgate.core.fastpath import anonymize_csv
+    from privgate.flows.policy_overrides import resolve_policy
 
     policy = resolve_policy(args.policy, args.k, args.suppression_limit, _overrides(args))
     decision, summary = anonymize_csv(policy, args.output)
@@ -147,7 +147,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from prefect import serve
 
-    from deployments.serve import build_deployments
+    from privgate.deployments.serve import build_deployments
 
     overrides = {"output.directory": str(Path(args.output).resolve())} if args.output else None
     deployments = build_deployments(args.policies, args.cron, args.timezone, overrides)
@@ -159,8 +159,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from core.gate import verify_release
-    from core.privacy import (
+    from privgate.core.gate import verify_release
+    from privgate.core.privacy import (
         DistinctLDiversity,
         EntropyLDiversity,
         KAnonymity,
@@ -190,8 +190,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from flows.policy_overrides import resolve_policy
-    from validations.expectations import check_policy_input, format_validation, report
+    from privgate.flows.policy_overrides import resolve_policy
+    from privgate.validations.expectations import check_policy_input, format_validation, report
 
     policy = resolve_policy(args.policy, overrides=_overrides(args))
     outcome = check_policy_input(policy, docs_dir=args.docs)
@@ -204,13 +204,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
-    from core.dp.ledger import BudgetLedger, default_ledger_url
+    from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
 
     if args.ledger:
         url = args.ledger
     elif args.policy:
-        from core.dp.release import ledger_url_for
-        from core.policy import load_policy
+        from privgate.core.dp.release import ledger_url_for
+        from privgate.core.policy import load_policy
 
         policy = load_policy(args.policy)
         if not policy.is_differentially_private:

@@ -25,19 +25,24 @@ from prefect.runtime import flow_run
 from prefect.states import Completed
 from prefect.transactions import transaction
 
-from core import stages
-from core.dp.release import DPTable, ledger_for, ledger_url_for
-from core.exceptions import GateBlockedError, UtilityBlockedError
-from core.gate import GateDecision
-from core.policy import ReleasePolicy
-from core.publish import StagedRelease, discard, make_release_id, sha256_file
-from flows.parameters import ReleaseParameters
-from tasks.dp import dp_gate_task, dp_release_task, dp_utility_gate_task, ledger_publish_task
-from tasks.expectations import input_expectations_task
-from tasks.fingerprint import fingerprint_task
-from tasks.ingest import ingest_task
-from tasks.publish import publish_task
-from tasks.validate import validate_task
+from privgate.core import stages
+from privgate.core.dp.release import DPTable, ledger_for, ledger_url_for
+from privgate.core.exceptions import GateBlockedError, UtilityBlockedError
+from privgate.core.gate import GateDecision
+from privgate.core.policy import ReleasePolicy
+from privgate.core.publish import StagedRelease, discard, make_release_id, sha256_file
+from privgate.flows.parameters import ReleaseParameters
+from privgate.tasks.dp import (
+    dp_gate_task,
+    dp_release_task,
+    dp_utility_gate_task,
+    ledger_publish_task,
+)
+from privgate.tasks.expectations import input_expectations_task
+from privgate.tasks.fingerprint import fingerprint_task
+from privgate.tasks.ingest import ingest_task
+from privgate.tasks.publish import publish_task
+from privgate.tasks.validate import validate_task
 
 _INGEST_SECTIONS = ("dataset", "input", "columns")
 _DP_SECTIONS = ("dataset", "input", "columns", "differential_privacy")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.exceptions import PolicyError
-from core.policy import ReleasePolicy, load_policy
+from privgate.core.exceptions import PolicyError
+from privgate.core.policy import ReleasePolicy, load_policy
 
 
 def resolve_policy(

@@ -15,7 +15,7 @@ The ranking stage runs when the policy has a ``ranking`` section (RFKA and tiere
 it). A tiered policy computes every tiered release E = 1..n in one run and publishes the tiers
 the policy names, each as its own release ``<release-id>-e<E>`` whose manifest states the
 columns its k-anonymity covers. A ``differential_privacy`` policy takes the DP branch
-(:mod:`flows.dp_release`): the ε ledger, not k-anonymity, is what its gate verifies.
+(:mod:`privgate.flows.dp_release`): the ε ledger, not k-anonymity, is what its gate verifies.
 """
 
 from __future__ import annotations
@@ -30,26 +30,26 @@ from prefect.runtime import flow_run
 from prefect.states import Completed
 from prefect.transactions import transaction
 
-from core import stages
-from core.exceptions import GateBlockedError, PolicyError, UtilityBlockedError
-from core.gate import GateDecision
-from core.hierarchy import Hierarchy
-from core.policy import RANKED_ALGORITHMS, Algorithm, ReleasePolicy
-from core.publish import StagedRelease, discard, sha256_file
-from core.ranking import Ranking
-from core.report import REPORT_FILE, ReleaseReport, blocked_report_path, build_report
-from flows.parameters import ReleaseParameters
-from flows.policy_overrides import resolve_policy
-from tasks.anonymize import anonymize_task, anonymize_tiers_task
-from tasks.expectations import input_expectations_task, release_expectations_task
-from tasks.fingerprint import fingerprint_task
-from tasks.gate import gate_task
-from tasks.ingest import ingest_task
-from tasks.publish import publish_task
-from tasks.rank import rank_task
-from tasks.report import report_task
-from tasks.utility import utility_gate_task, utility_task, utility_token
-from tasks.validate import validate_task
+from privgate.core import stages
+from privgate.core.exceptions import GateBlockedError, PolicyError, UtilityBlockedError
+from privgate.core.gate import GateDecision
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.policy import RANKED_ALGORITHMS, Algorithm, ReleasePolicy
+from privgate.core.publish import StagedRelease, discard, sha256_file
+from privgate.core.ranking import Ranking
+from privgate.core.report import REPORT_FILE, ReleaseReport, blocked_report_path, build_report
+from privgate.flows.parameters import ReleaseParameters
+from privgate.flows.policy_overrides import resolve_policy
+from privgate.tasks.anonymize import anonymize_task, anonymize_tiers_task
+from privgate.tasks.expectations import input_expectations_task, release_expectations_task
+from privgate.tasks.fingerprint import fingerprint_task
+from privgate.tasks.gate import gate_task
+from privgate.tasks.ingest import ingest_task
+from privgate.tasks.publish import publish_task
+from privgate.tasks.rank import rank_task
+from privgate.tasks.report import report_task
+from privgate.tasks.utility import utility_gate_task, utility_task, utility_token
+from privgate.tasks.validate import validate_task
 
 #: The policy sections each cached stage reads (its cache token covers exactly these).
 _INGEST_SECTIONS = ("dataset", "input", "columns")
@@ -78,7 +78,7 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     policy = resolve_policy(p.policy_path, p.k, p.suppression_limit, p.overrides, p.epsilon)
     release_date = p.release_date or datetime.now(UTC).date()
     if policy.is_differentially_private:
-        from flows.dp_release import dp_release
+        from privgate.flows.dp_release import dp_release
 
         return dp_release(policy, p, release_date)
     hierarchies = stages.load_hierarchies(policy)

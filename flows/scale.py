@@ -6,13 +6,13 @@ or an existing scheduler given by ``scheduler_address``); the tasks that touch r
 (frequency set, generalize + write, verify) fan their partitions out over the same cluster
 with :func:`prefect_dask.get_dask_client`, and only the lattice search runs on one worker, on
 the merged frequency set. The release is a folder of Parquet parts, published (renamed into
-place) only once the gate passed on the parts as written. See :mod:`core.scale`.
+place) only once the gate passed on the parts as written. See :mod:`privgate.core.scale`.
 
 Run it as a script (the ``__main__`` guard matters: the local cluster's worker processes
 re-import this module)::
 
-    .venv/bin/python -m flows.scale policies/adult.yaml /tmp/adult_release --k 5
-    .venv/bin/python -m flows.scale POLICY OUT --scheduler-address tcp://10.0.0.5:8786
+    .venv/bin/python -m privgate.flows.scale policies/adult.yaml /tmp/adult_release --k 5
+    .venv/bin/python -m privgate.flows.scale POLICY OUT --scheduler-address tcp://10.0.0.5:8786
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 from prefect_dask import DaskTaskRunner, get_dask_client
 
-from core.encoding import FrequencySet
-from core.gate import GateDecision
-from core.policy import ReleasePolicy, load_policy
-from core.scale import (
+from privgate.core.encoding import FrequencySet
+from privgate.core.gate import GateDecision
+from privgate.core.policy import ReleasePolicy, load_policy
+from privgate.core.scale import (
     GeneralizationPlan,
     frequency_stage,
     publish_stage,

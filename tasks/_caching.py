@@ -26,7 +26,7 @@ CACHED_STAGE = {"persist_result": True, "cache_policy": CACHE_BY_TOKEN}
 
 def retry_transient(task, task_run, state) -> bool:
     """Retry I/O failures, never a refusal: a malformed file fails the same way every time."""
-    from core.exceptions import PrivgateError
+    from privgate.core.exceptions import PrivgateError
 
     try:
         state.result()

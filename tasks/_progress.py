@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from prefect.logging import get_run_logger
 
-from core.progress import PROGRESS_LOGGER
+from privgate.core.progress import PROGRESS_LOGGER
 
 
 class _ToRunLogger(logging.Handler):

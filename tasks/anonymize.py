@@ -6,12 +6,12 @@ import pandas as pd
 from prefect import task
 from prefect.logging import get_run_logger
 
-from core import stages
-from core.hierarchy import Hierarchy
-from core.policy import ReleasePolicy
-from core.ranking import Ranking
-from tasks._caching import CACHED_STAGE
-from tasks._progress import forward_progress
+from privgate.core import stages
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.policy import ReleasePolicy
+from privgate.core.ranking import Ranking
+from privgate.tasks._caching import CACHED_STAGE
+from privgate.tasks._progress import forward_progress
 
 
 @task(name="anonymize", timeout_seconds=3600, **CACHED_STAGE)

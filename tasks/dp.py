@@ -14,9 +14,9 @@ from prefect import task
 from prefect.cache_policies import INPUTS
 from prefect.logging import get_run_logger
 
-from core.dp.gate import verify_dp_release
-from core.dp.ledger import BudgetLedger
-from core.dp.release import (
+from privgate.core.dp.gate import verify_dp_release
+from privgate.core.dp.ledger import BudgetLedger
+from privgate.core.dp.release import (
     COUNT_COLUMN,
     DPTable,
     LedgerAccountant,
@@ -24,11 +24,11 @@ from core.dp.release import (
     dp_release,
     ledger_for,
 )
-from core.gate import GateDecision
-from core.hierarchy import Hierarchy
-from core.policy import ReleasePolicy
-from core.publish import StagedRelease, discard, stage_release
-from tasks._progress import forward_progress
+from privgate.core.gate import GateDecision
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.policy import ReleasePolicy
+from privgate.core.publish import StagedRelease, discard, stage_release
+from privgate.tasks._progress import forward_progress
 
 #: The noisy result is keyed by its token alone, not by the task's source: a code change must
 #: never make a rerun of an unpublished release draw (and pay for) its noise again.

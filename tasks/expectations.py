@@ -19,9 +19,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
-from core.hierarchy import Hierarchy
-from core.policy import ReleasePolicy
-from validations.expectations import (
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.policy import ReleasePolicy
+from privgate.validations.expectations import (
     format_check,
     raise_for_input,
     raise_for_release,

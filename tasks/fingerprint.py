@@ -7,8 +7,8 @@ import time
 from prefect import task
 from prefect.logging import get_run_logger
 
-from core import stages
-from core.policy import ReleasePolicy
+from privgate.core import stages
+from privgate.core.policy import ReleasePolicy
 
 
 @task(name="fingerprint", retries=2, retry_delay_seconds=[1, 5], timeout_seconds=600)

@@ -7,10 +7,10 @@ import time
 from prefect import task
 from prefect.logging import get_run_logger
 
-from core import stages
-from core.gate import GateDecision
-from core.policy import ReleasePolicy
-from core.publish import StagedRelease, discard
+from privgate.core import stages
+from privgate.core.gate import GateDecision
+from privgate.core.policy import ReleasePolicy
+from privgate.core.publish import StagedRelease, discard
 
 
 @task(name="verify-and-gate", timeout_seconds=1800)

@@ -7,9 +7,9 @@ import time
 from prefect import task
 from prefect.logging import get_run_logger
 
-from core import stages
-from core.policy import ReleasePolicy
-from tasks._caching import CACHED_STAGE, retry_transient
+from privgate.core import stages
+from privgate.core.policy import ReleasePolicy
+from privgate.tasks._caching import CACHED_STAGE, retry_transient
 
 
 @task(

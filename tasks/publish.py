@@ -15,7 +15,7 @@ from prefect import task
 from prefect.logging import get_run_logger
 from prefect.transactions import get_transaction
 
-from core.publish import StagedRelease, publish
+from privgate.core.publish import StagedRelease, publish
 
 #: Transaction key under which publish_task records the folder it created.
 PUBLISHED_KEY = "published_dir"

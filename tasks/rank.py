@@ -15,11 +15,11 @@ from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.logging import get_run_logger
 
-from core import stages
-from core.policy import ReleasePolicy
-from core.ranking import Ranking
-from tasks._caching import CACHED_STAGE
-from tasks._progress import forward_progress
+from privgate.core import stages
+from privgate.core.policy import ReleasePolicy
+from privgate.core.ranking import Ranking
+from privgate.tasks._caching import CACHED_STAGE
+from privgate.tasks._progress import forward_progress
 
 
 def ranking_artifact_key(dataset: str) -> str:

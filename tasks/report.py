@@ -8,7 +8,7 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.logging import get_run_logger
 
-from core.report import (
+from privgate.core.report import (
     ReleaseReport,
     artifact_key,
     markdown_summary,

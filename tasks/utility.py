@@ -15,10 +15,10 @@ import pandas as pd
 from prefect import task
 from prefect.logging import get_run_logger
 
-from core import stages
-from core.hierarchy import Hierarchy
-from core.policy import ReleasePolicy
-from core.utility import (
+from privgate.core import stages
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.policy import ReleasePolicy
+from privgate.core.utility import (
     UtilityDecision,
     UtilityReport,
     align_release,
@@ -26,7 +26,7 @@ from core.utility import (
     measure_utility,
     utility_spec,
 )
-from tasks._caching import CACHED_STAGE
+from privgate.tasks._caching import CACHED_STAGE
 
 
 def utility_token(anonymize_token: str, policy: ReleasePolicy) -> str:

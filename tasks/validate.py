@@ -8,10 +8,10 @@ import pandas as pd
 from prefect import task
 from prefect.logging import get_run_logger
 
-from core.hierarchy import Hierarchy
-from core.policy import ReleasePolicy
-from tasks._caching import CACHED_STAGE
-from validations.schema import validate_input
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.policy import ReleasePolicy
+from privgate.tasks._caching import CACHED_STAGE
+from privgate.validations.schema import validate_input
 
 
 @task(name="validate", timeout_seconds=1800, **CACHED_STAGE)

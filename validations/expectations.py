@@ -38,16 +38,16 @@ from typing import Any
 
 import pandas as pd
 
-from core.exceptions import AnonymizationError, GateBlockedError, SchemaValidationError
-from core.hierarchy import (
+from privgate.core.exceptions import AnonymizationError, GateBlockedError, SchemaValidationError
+from privgate.core.hierarchy import (
     SUPPRESSED,
     ARXHierarchy,
     Hierarchy,
     IntervalHierarchy,
     MaskingHierarchy,
 )
-from core.policy import ColumnType, ReleasePolicy
-from validations.schema import HierarchyCoverageError
+from privgate.core.policy import ColumnType, ReleasePolicy
+from privgate.validations.schema import HierarchyCoverageError
 
 __all__ = [
     "SITE_NAME",
@@ -845,7 +845,7 @@ def validate_release_expectations(
     See :func:`build_release_suite` for what ``manifest`` must hold. An unreadable file raises
     ``VerificationError`` (as the gate does).
     """
-    from core.gate import read_release
+    from privgate.core.gate import read_release
 
     columns = read_release(release_file)
     frame = pd.DataFrame({name: pd.Series(v, dtype="object") for name, v in columns.items()})
@@ -1075,8 +1075,8 @@ def check_policy_input(policy: ReleasePolicy, docs_dir: str | Path | None = None
         ``problems``, ``message``, ``error``: the error type it raised) and ``expectations``
         (the input suite's summary); ``data_docs`` when ``docs_dir`` is given.
     """
-    from core import stages
-    from validations.schema import validate_input
+    from privgate.core import stages
+    from privgate.validations.schema import validate_input
 
     ingested = stages.ingest(policy)
     hierarchies = stages.load_hierarchies(policy)

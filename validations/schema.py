@@ -19,9 +19,9 @@ import pandas as pd
 import pandera.pandas as pa
 from pandera.errors import SchemaError, SchemaErrors
 
-from core.exceptions import HierarchyError, SchemaValidationError
-from core.hierarchy import ARXHierarchy, Hierarchy, MaskingHierarchy, value_key
-from core.policy import ColumnSpec, ColumnType, ReleasePolicy
+from privgate.core.exceptions import HierarchyError, SchemaValidationError
+from privgate.core.hierarchy import ARXHierarchy, Hierarchy, MaskingHierarchy, value_key
+from privgate.core.policy import ColumnSpec, ColumnType, ReleasePolicy
 
 __all__ = ["HierarchyCoverageError", "build_input_schema", "validate_input"]
 

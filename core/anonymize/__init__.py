@@ -14,12 +14,12 @@ import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from core.anonymize._datafly import Datafly, MultiAttributeDatafly, approximation_degree
-from core.anonymize._optimal import OptimalLattice
-from core.anonymize._result import AnonymizationResult
-from core.exceptions import AnonymizationError
-from core.policy import Algorithm, ReleasePolicy
-from core.privacy import PrivacyModel
+from privgate.core.anonymize._datafly import Datafly, MultiAttributeDatafly, approximation_degree
+from privgate.core.anonymize._optimal import OptimalLattice
+from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.exceptions import AnonymizationError
+from privgate.core.policy import Algorithm, ReleasePolicy
+from privgate.core.privacy import PrivacyModel
 
 __all__ = [
     "FULL_DOMAIN_ALGORITHMS",
@@ -36,15 +36,15 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from core.anonymize._generalize import apply_generalization
-    from core.anonymize._mondrian import Mondrian, MondrianResult
+    from privgate.core.anonymize._generalize import apply_generalization
+    from privgate.core.anonymize._mondrian import Mondrian, MondrianResult
 
 # The search engine needs only numpy; these two build pandas tables. They are imported on
 # first use so that `privgate anonymize` starts without paying for pandas' import (~0.9 s).
 _LAZY = {
-    "apply_generalization": "core.anonymize._generalize",
-    "Mondrian": "core.anonymize._mondrian",
-    "MondrianResult": "core.anonymize._mondrian",
+    "apply_generalization": "privgate.core.anonymize._generalize",
+    "Mondrian": "privgate.core.anonymize._mondrian",
+    "MondrianResult": "privgate.core.anonymize._mondrian",
 }
 
 

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from core.encoding import FrequencySet
+from privgate.core.encoding import FrequencySet
 
 __all__ = ["ProjectionBounds"]
 

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.anonymize._result import AnonymizationResult
-from core.encoding import FrequencySet
-from core.exceptions import AnonymizationError
-from core.privacy import PrivacyModel
+from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.encoding import FrequencySet
+from privgate.core.exceptions import AnonymizationError
+from privgate.core.privacy import PrivacyModel
 
 
 def approximation_degree(codes: np.ndarray, counts: np.ndarray) -> float:

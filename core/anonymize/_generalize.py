@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.anonymize._result import AnonymizationResult
-from core.encoding import EncodedTable
+from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.encoding import EncodedTable
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.encoding import ClassStats, FrequencySet
-from core.privacy import PrivacyModel
+from privgate.core.encoding import ClassStats, FrequencySet
+from privgate.core.privacy import PrivacyModel
 
 __all__ = ["ClassTable", "Lattice", "NodeChecker", "NodeOutcome"]
 

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.encoding import ClassStats, encode_table
-from core.exceptions import AnonymizationError
-from core.hierarchy import SUPPRESSED, Hierarchy, value_key
-from core.privacy import PrivacyModel
+from privgate.core.encoding import ClassStats, encode_table
+from privgate.core.exceptions import AnonymizationError
+from privgate.core.hierarchy import SUPPRESSED, Hierarchy, value_key
+from privgate.core.privacy import PrivacyModel
 
 __all__ = ["Mondrian", "MondrianResult"]
 
@@ -201,7 +201,7 @@ class Mondrian:
     -----
     The search and its complexity are described in the module docstring. Mondrian never
     suppresses a record: if the whole table, as a single class, fails a model, no cut can help
-    and :meth:`anonymize_table` raises :class:`~core.exceptions.AnonymizationError`.
+    and :meth:`anonymize_table` raises :class:`~privgate.core.exceptions.AnonymizationError`.
 
     Examples
     --------

@@ -36,15 +36,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.anonymize._bounds import ProjectionBounds
-from core.anonymize._datafly import failing_tuples
-from core.anonymize._lattice import NodeChecker
-from core.anonymize._result import AnonymizationResult
-from core.encoding import FrequencySet
-from core.exceptions import AnonymizationError
-from core.metrics import LossMetric, make_metric
-from core.privacy import PrivacyModel
-from core.progress import Progress
+from privgate.core.anonymize._bounds import ProjectionBounds
+from privgate.core.anonymize._datafly import failing_tuples
+from privgate.core.anonymize._lattice import NodeChecker
+from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.encoding import FrequencySet
+from privgate.core.exceptions import AnonymizationError
+from privgate.core.metrics import LossMetric, make_metric
+from privgate.core.privacy import PrivacyModel
+from privgate.core.progress import Progress
 
 __all__ = ["OptimalLattice"]
 

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from core.exceptions import AnonymizationError
+from privgate.core.exceptions import AnonymizationError
 
 __all__ = [
     "SUPPRESSED",
@@ -209,7 +209,7 @@ def rfka_select(frame: pd.DataFrame, order: Sequence[str], k: int) -> FeatureSel
         The table; only the columns in ``order`` are read. A missing value counts as a value.
     order : sequence of str
         The candidate attributes (the quasi-identifiers), most important first, for example
-        ``core.ranking.oob_permutation_importance(...).index``.
+        ``privgate.core.ranking.oob_permutation_importance(...).index``.
     k : int
         Every class of the projection on the kept attributes has at least ``k`` rows.
 

@@ -13,7 +13,7 @@ quasi-identifiers can single a record out. :class:`TieredRelease` carries that l
 manifest can state it, never implying protection it does not give.
 
 Each release runs the optimal full-domain engine (:class:`OptimalLattice`) on its covered
-columns, exactly as :func:`core.stages.anonymize` does for the whole table.
+columns, exactly as :func:`privgate.core.stages.anonymize` does for the whole table.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from core.anonymize._generalize import apply_generalization
-from core.anonymize._optimal import OptimalLattice
-from core.anonymize._result import AnonymizationResult
-from core.encoding import encode_table
-from core.exceptions import AnonymizationError, PolicyError
-from core.hierarchy import Hierarchy
-from core.privacy import PrivacyModel
+from privgate.core.anonymize._generalize import apply_generalization
+from privgate.core.anonymize._optimal import OptimalLattice
+from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.encoding import encode_table
+from privgate.core.exceptions import AnonymizationError, PolicyError
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.privacy import PrivacyModel
 
 __all__ = ["TieredRelease", "tiered_releases"]
 

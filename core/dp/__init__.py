@@ -1,6 +1,6 @@
 """Differential privacy: OpenDP noise mechanisms and the one accountant that composes them.
 
-Every noise draw goes through OpenDP (:mod:`core.dp.mechanisms`); every privacy cost is a
+Every noise draw goes through OpenDP (:mod:`privgate.core.dp.mechanisms`); every privacy cost is a
 :class:`Spend` charged to an :class:`Accountant`, which composes sequentially (sums) or, across
 disjoint partitions, in parallel (maxima) and enforces an optional (epsilon, delta) cap. Other
 modules of this package (ledgers, algorithms) are imported by their own module path.
@@ -8,7 +8,7 @@ modules of this package (ledgers, algorithms) are imported by their own module p
 
 from __future__ import annotations
 
-from core.dp._accountant import (
+from privgate.core.dp._accountant import (
     ROUNDING_TOLERANCE,
     Accountant,
     Charger,
@@ -18,7 +18,7 @@ from core.dp._accountant import (
     parallel,
     sequential,
 )
-from core.dp.mechanisms import (
+from privgate.core.dp.mechanisms import (
     discrete_laplace_counts,
     exponential_select,
     gaussian_values,

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.exceptions import BudgetExceededError, PolicyError
+from privgate.core.exceptions import BudgetExceededError, PolicyError
 
 #: A charge may overrun the cap by this relative amount: floating-point rounding of a split
 #: budget (``0.1 + 0.2 > 0.3``) must not block a release that is within budget on paper.
@@ -30,7 +30,7 @@ ROUNDING_TOLERANCE = 1e-9
 class PrivacyParameterError(PolicyError, ValueError):
     """An epsilon, delta, sensitivity or budget is not a valid privacy parameter.
 
-    It is a :class:`~core.exceptions.PolicyError` (the CLI reports it in one line) and a
+    It is a :class:`~privgate.core.exceptions.PolicyError` (the CLI reports it in one line) and a
     :class:`ValueError` (the usual Python contract for a bad argument).
     """
 
@@ -215,14 +215,14 @@ class Charger(Protocol):
     """Anything a mechanism can charge: an :class:`Accountant` or a :class:`ParallelGroup`."""
 
     def charge(self, spend: Spend) -> None:
-        """Record ``spend`` or raise :class:`~core.exceptions.BudgetExceededError`."""
+        """Record ``spend`` or raise :class:`~privgate.core.exceptions.BudgetExceededError`."""
 
 
 class Accountant:
     """Composes every spend of a release and enforces an optional (epsilon, delta) cap.
 
     Mechanisms charge *before* they draw noise, so a charge that would exceed the cap raises
-    :class:`~core.exceptions.BudgetExceededError` and nothing is sampled or recorded.
+    :class:`~privgate.core.exceptions.BudgetExceededError` and nothing is sampled or recorded.
 
     Parameters
     ----------

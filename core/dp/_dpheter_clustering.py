@@ -4,7 +4,7 @@ Evaluation protocol (Fung et al., DKE 2009; DPHeter): the data owner clusters th
 records (:func:`cluster_class_labels`); those labels are the class DPHeter specializes for. A
 recipient clusters the release the same way (:func:`cluster_release`), and the two clusterings of
 the *original records* are compared with F-measure and MatchPoint
-(:func:`core.utility.f_measure`, :func:`core.utility.match_point`).
+(:func:`privgate.core.utility.f_measure`, :func:`privgate.core.utility.match_point`).
 
 Both tables live in one feature space, the one :func:`core.utility.encode_features` builds with
 ``categorical="leaves"`` (read its module docstring): a categorical value is the expected one-hot
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from core.dp.heterogeneous import as_item_set
-from core.utility import (
+from privgate.core.dp.heterogeneous import as_item_set
+from privgate.core.utility import (
     AttributeDomain,
     cluster_labels,
     describe_domains,
@@ -42,7 +42,7 @@ from core.utility import (
 )
 
 if TYPE_CHECKING:
-    from core.dp.dpheter import DPHeterResult
+    from privgate.core.dp.dpheter import DPHeterResult
 
 __all__ = ["cluster_class_labels", "cluster_release"]
 
@@ -168,7 +168,7 @@ def cluster_class_labels(
 
     Numeric columns (numeric dtype) are scaled to ``[0, 1]``, categorical ones one-hot over
     their values, set-valued ones (cells are sets) spread over their items; then
-    :func:`core.utility.cluster_labels` runs (``KMeans(n_init=10, random_state=seed)`` or
+    :func:`privgate.core.utility.cluster_labels` runs (``KMeans(n_init=10, random_state=seed)`` or
     ``BisectingKMeans(random_state=seed)``).
 
     Parameters
@@ -221,8 +221,8 @@ def cluster_release(
     Returns
     -------
     ndarray of int, shape (len(frame),)
-        Compare with :func:`cluster_class_labels` by :func:`core.utility.f_measure` and
-        :func:`core.utility.match_point`.
+        Compare with :func:`cluster_class_labels` by :func:`privgate.core.utility.f_measure` and
+        :func:`privgate.core.utility.match_point`.
     """
     from sklearn.cluster import BisectingKMeans, KMeans
 

@@ -8,7 +8,7 @@ its own dimension class with the same interface (:class:`Dimension`):
 * :class:`CategoricalDimension`: elements are taxonomy nodes; children are the node's children;
 * :class:`NumericDimension`: elements are intervals of a public grid; the children are the two
   halves at a split point the exponential mechanism chose when the interval was created;
-* :class:`~core.dp._dpheter_setvalued.SetValuedDimension` (its own module).
+* :class:`~privgate.core.dp._dpheter_setvalued.SetValuedDimension` (its own module).
 
 A dimension keeps the generalized element of every record of the input (to score candidates)
 and, once the run is over, hands out a :class:`Router` that places *any* record in the final cut
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.dp._accountant import Accountant, Charger
-from core.dp._dpheter_scoring import score_children, split_scores
-from core.dp._dpheter_taxonomy import NumericGrid, Taxonomy
-from core.dp.mechanisms import exponential_select
+from privgate.core.dp._accountant import Accountant, Charger
+from privgate.core.dp._dpheter_scoring import score_children, split_scores
+from privgate.core.dp._dpheter_taxonomy import NumericGrid, Taxonomy
+from privgate.core.dp.mechanisms import exponential_select
 
 __all__ = [
     "Candidate",
@@ -55,7 +55,7 @@ class SelectionContext:
     max_set_children : int
         Set-valued nodes with more children are not specialized (``2^m - 1`` subsets).
     score : str
-        ``"info_gain"`` or ``"max"`` (:mod:`core.dp._dpheter_scoring`).
+        ``"info_gain"`` or ``"max"`` (:mod:`privgate.core.dp._dpheter_scoring`).
     """
 
     accountant: Accountant

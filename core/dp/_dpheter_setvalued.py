@@ -21,11 +21,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from core.dp._dpheter_cuts import Candidate, Dimension, Router, SelectionContext
-from core.dp._dpheter_scoring import score_children
-from core.dp._dpheter_taxonomy import Taxonomy
-from core.dp.heterogeneous import as_item_set
-from core.dp.mechanisms import discrete_laplace_counts
+from privgate.core.dp._dpheter_cuts import Candidate, Dimension, Router, SelectionContext
+from privgate.core.dp._dpheter_scoring import score_children
+from privgate.core.dp._dpheter_taxonomy import Taxonomy
+from privgate.core.dp.heterogeneous import as_item_set
+from privgate.core.dp.mechanisms import discrete_laplace_counts
 
 __all__ = ["SetValuedDimension", "SetValuedRouter", "covered_nodes"]
 

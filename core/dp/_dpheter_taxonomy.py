@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.exceptions import HierarchyError
-from core.hierarchy import SUPPRESSED, Hierarchy, value_key
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy import SUPPRESSED, Hierarchy, value_key
 
 __all__ = ["NumericGrid", "Taxonomy"]
 

@@ -3,13 +3,13 @@
 Every table is append-only: the ledger inserts rows and never updates or deletes them, so the
 database itself is the audit trail. Amounts of epsilon and delta are stored as exact decimal
 strings (``"0.1"``, ``"1E-6"``), not floats, so that sums and budget comparisons are exact on
-every backend (see :mod:`core.dp.ledger`).
+every backend (see :mod:`privgate.core.dp.ledger`).
 
 Tables
 ------
 ``privgate_ledger_accounts``
     One row per dataset: its current lifetime budget. It is the only row ever rewritten (by
-    :meth:`~core.dp.ledger.BudgetLedger.set_budget`), and each rewrite is logged in
+    :meth:`~privgate.core.dp.ledger.BudgetLedger.set_budget`), and each rewrite is logged in
 ``privgate_ledger_budget_changes``
     The budget's history: the opening budget and every explicit change, with its reason.
 ``privgate_ledger_entries``

@@ -13,7 +13,7 @@ B. C. Desai, L. Xiong, "Publishing set-valued data via differential privacy", VL
    changes. A numeric interval's split point is chosen with the exponential mechanism over the
    grid values inside it when the interval is created; a set-valued element's children are the
    non-empty subsets of the node's children, pruned when their noisy count falls below
-   ``set_threshold`` (:mod:`core.dp._dpheter_setvalued`).
+   ``set_threshold`` (:mod:`privgate.core.dp._dpheter_setvalued`).
 3. **Release.** Every leaf partition of the final cuts (their cross product, *empty ones
    included*: which partitions exist must not depend on the data) gets a discrete Laplace count.
 
@@ -33,7 +33,7 @@ pruning counts of a set-valued specialization, one histogram over disjoint child
 that specializes a categorical value needs no follow-up, and rounds that cannot run (no
 candidate left) need nothing: that unused share is added to the leaf counts, so the leaf counts
 get at least ``count_share * epsilon`` and the accountant's total is exactly ``epsilon``. Every
-step is charged to the :class:`~core.dp.Accountant` by the mechanism that spends it and
+step is charged to the :class:`~privgate.core.dp.Accountant` by the mechanism that spends it and
 recorded in :attr:`DPHeterResult.budget`.
 
 Score
@@ -45,7 +45,7 @@ step (``0.5 / 21 = 0.024`` at ``epsilon = 1``, ``h = 8``) the exponential mechan
 ``exp(epsilon' * score / (2 * sensitivity))`` differ by well under 1 % between the best and the
 worst candidate: the selection is nearly uniform. ``score="max"`` uses DiffGen's other score,
 the gain in majority-vote correct records (sensitivity 1, measured in records), which does
-separate candidates on a table of thousands of records (:mod:`core.dp._dpheter_scoring`).
+separate candidates on a table of thousands of records (:mod:`privgate.core.dp._dpheter_scoring`).
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.dp._accountant import Accountant, check_epsilon
-from core.dp._dpheter_clustering import cluster_class_labels, cluster_release
-from core.dp._dpheter_cuts import (
+from privgate.core.dp._accountant import Accountant, check_epsilon
+from privgate.core.dp._dpheter_clustering import cluster_class_labels, cluster_release
+from privgate.core.dp._dpheter_cuts import (
     Candidate,
     CategoricalDimension,
     Dimension,
@@ -69,12 +69,12 @@ from core.dp._dpheter_cuts import (
     Router,
     SelectionContext,
 )
-from core.dp._dpheter_scoring import SCORES, score_sensitivity
-from core.dp._dpheter_setvalued import SetValuedDimension, covered_nodes
-from core.dp._dpheter_taxonomy import NumericGrid, Taxonomy
-from core.dp.mechanisms import discrete_laplace_counts, exponential_select
-from core.exceptions import PolicyError, SchemaValidationError
-from core.hierarchy import Hierarchy
+from privgate.core.dp._dpheter_scoring import SCORES, score_sensitivity
+from privgate.core.dp._dpheter_setvalued import SetValuedDimension, covered_nodes
+from privgate.core.dp._dpheter_taxonomy import NumericGrid, Taxonomy
+from privgate.core.dp.mechanisms import discrete_laplace_counts, exponential_select
+from privgate.core.exceptions import PolicyError, SchemaValidationError
+from privgate.core.hierarchy import Hierarchy
 
 __all__ = [
     "DPHeterConfig",

@@ -68,10 +68,10 @@ from numpy.typing import ArrayLike
 from scipy.optimize import minimize
 from scipy.spatial.distance import cdist
 
-from core.dp import Charger, Spend
-from core.dp._accountant import check_epsilon
-from core.dp.unhardened_noise import sample_unhardened_l2_laplace_vector
-from core.exceptions import PolicyError
+from privgate.core.dp import Charger, Spend
+from privgate.core.dp._accountant import check_epsilon
+from privgate.core.dp.unhardened_noise import sample_unhardened_l2_laplace_vector
+from privgate.core.exceptions import PolicyError
 
 __all__ = [
     "FELP_MECHANISM",

@@ -14,10 +14,10 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.dp._accountant import ROUNDING_TOLERANCE
-from core.dp.ledger import BudgetLedger
-from core.exceptions import LedgerError, VerificationError
-from core.gate import GateDecision, check_columns, read_release
+from privgate.core.dp._accountant import ROUNDING_TOLERANCE
+from privgate.core.dp.ledger import BudgetLedger
+from privgate.core.exceptions import LedgerError, VerificationError
+from privgate.core.gate import GateDecision, check_columns, read_release
 
 __all__ = ["verify_dp_release"]
 

@@ -14,7 +14,7 @@ back into one row per value (:func:`expand_set_valued`) gives exactly the multis
 merge started from; no information is lost and none is invented.
 
 A set-valued cell is a ``frozenset`` of the original values (text keys, as
-:func:`core.hierarchy.value_key` prints them, so they match hierarchy rows).
+:func:`privgate.core.hierarchy.value_key` prints them, so they match hierarchy rows).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from core.exceptions import SchemaValidationError
-from core.hierarchy import value_key
+from privgate.core.exceptions import SchemaValidationError
+from privgate.core.hierarchy import value_key
 
 __all__ = ["ADULT_SET_VALUED", "expand_set_valued", "heterogeneous_adult", "merge_set_valued"]
 
@@ -174,7 +174,7 @@ def heterogeneous_adult(
     Parameters
     ----------
     frame : DataFrame
-        UCI Adult as :func:`core.datasets.load_adult` returns it.
+        UCI Adult as :func:`privgate.core.datasets.load_adult` returns it.
     drop : sequence of str, default=("fnlwgt",)
         Columns removed before merging (see ``_ADULT_DROPPED`` for why ``fnlwgt`` goes).
 

@@ -52,9 +52,15 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from core.dp._accountant import PrivacyParameterError
-from core.dp._ledger_schema import METADATA, accounts, budget_changes, entries, publications
-from core.exceptions import BudgetExceededError, LedgerError
+from privgate.core.dp._accountant import PrivacyParameterError
+from privgate.core.dp._ledger_schema import (
+    METADATA,
+    accounts,
+    budget_changes,
+    entries,
+    publications,
+)
+from privgate.core.exceptions import BudgetExceededError, LedgerError
 
 __all__ = [
     "LEDGER_FILENAME",
@@ -395,7 +401,7 @@ class BudgetLedger:
 
         Reads on other backends run at REPEATABLE READ so a snapshot is consistent across its
         queries (an account's spent total is then exactly the sum of the entries read).
-        Database failures become :class:`~core.exceptions.LedgerError` naming the URL.
+        Database failures become :class:`~privgate.core.exceptions.LedgerError` naming the URL.
         """
         with self._serialize:
             try:
@@ -618,7 +624,7 @@ class BudgetLedger:
             The run drawing the noise (e.g. the Prefect flow run id).
         spends : sequence of SpendLike
             Objects with ``mechanism``, ``epsilon``, ``delta`` and ``step`` attributes, such as
-            :class:`core.dp.Spend`; they compose sequentially (their sum is charged).
+            :class:`privgate.core.dp.Spend`; they compose sequentially (their sum is charged).
 
         Returns
         -------

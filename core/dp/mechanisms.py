@@ -6,7 +6,7 @@ mechanism that is epsilon-DP on paper is not DP as implemented. OpenDP samples e
 Laplace/Gaussian on integers, and on a fine 2^k grid for floats, from a cryptographic source) and
 each measurement carries a privacy map, proven in its documentation, from the input distance to
 the privacy loss. These functions build the measurement, read the cost back from that map,
-charge it to the :class:`~core.dp.Accountant` *before* drawing, then draw.
+charge it to the :class:`~privgate.core.dp.Accountant` *before* drawing, then draw.
 
 Neighbouring datasets differ by adding or removing one record. ``sensitivity`` is how far such a
 change can move the mechanism's input, in the metric each mechanism names.
@@ -20,7 +20,7 @@ from functools import lru_cache, partial
 import numpy as np
 import opendp.prelude as dp
 
-from core.dp._accountant import (
+from privgate.core.dp._accountant import (
     Charger,
     PrivacyParameterError,
     Spend,

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from core.dp import Accountant, Spend
-from core.dp.ledger import BudgetLedger, default_ledger_url
-from core.hierarchy import Hierarchy
-from core.policy import ColumnType, ReleasePolicy
+from privgate.core.dp import Accountant, Spend
+from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.policy import ColumnType, ReleasePolicy
 
 __all__ = [
     "COUNT_COLUMN",
@@ -55,7 +55,7 @@ class LedgerAccountant(Accountant):
 
     The per-release cap (the policy's ε, δ) is enforced by the accountant, the lifetime budget by
     the ledger; a charge that fails either raises
-    :class:`~core.exceptions.BudgetExceededError` before the mechanism draws.
+    :class:`~privgate.core.exceptions.BudgetExceededError` before the mechanism draws.
     """
 
     def __init__(
@@ -105,7 +105,7 @@ class DPTable:
 
 def _class_column(frame: pd.DataFrame, policy: ReleasePolicy) -> tuple[pd.DataFrame, str, str]:
     """The class the specializations are scored by: a column, or the owner's clustering."""
-    from core.dp.dpheter import cluster_class_labels
+    from privgate.core.dp.dpheter import cluster_class_labels
 
     dp = policy.differential_privacy
     if dp.class_column is not None:
@@ -129,7 +129,7 @@ def dp_release(
     (``type: integer`` or ``float``) by split points chosen with the exponential mechanism; the
     leaf partitions are released with noisy counts. Every spend goes through ``accountant``.
     """
-    from core.dp.dpheter import DPHeterConfig, dpheter_release
+    from privgate.core.dp.dpheter import DPHeterConfig, dpheter_release
 
     dp = policy.differential_privacy
     started = time.perf_counter()
@@ -190,8 +190,8 @@ def dp_release(
 
 def _clustering_agreement(result, scored: pd.DataFrame, policy: ReleasePolicy) -> dict:
     """Cluster the release as the owner clustered the original; compare the two labelings."""
-    from core.dp.dpheter import cluster_release
-    from core.utility import f_measure, match_point
+    from privgate.core.dp.dpheter import cluster_release
+    from privgate.core.utility import f_measure, match_point
 
     dp = policy.differential_privacy
     method = "bisecting" if dp.clustering == "bisecting_kmeans" else "kmeans"
@@ -208,7 +208,7 @@ def _clustering_agreement(result, scored: pd.DataFrame, policy: ReleasePolicy) -
 def check_dp_utility(table: DPTable, policy: ReleasePolicy):
     """The utility gate of a DP release: the policy's ``min_f_measure`` / ``min_match_point``
     against the owner's clustering agreement (see :attr:`DPTable.utility`)."""
-    from core.utility import UtilityDecision
+    from privgate.core.utility import UtilityDecision
 
     thresholds = policy.utility.thresholds if policy.utility is not None else None
     checks, reasons = [], []

@@ -6,7 +6,7 @@ secret through the pattern of representable numbers (Mironov 2012, "On significa
 significant bits for differential privacy"). OpenDP 0.16 has no sampler for the continuous
 *L2-Laplace vector* (density proportional to ``exp(-||b||_2 / scale)`` in ``R^d``) that output
 perturbation of a strongly convex learner needs (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1),
-so FELP (:mod:`core.dp.felp`) draws it here with NumPy floating point.
+so FELP (:mod:`privgate.core.dp.felp`) draws it here with NumPy floating point.
 
 .. warning::
 

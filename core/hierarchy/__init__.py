@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from core.hierarchy._arx import ARXHierarchy
-from core.hierarchy._base import SUPPRESSED, Hierarchy, value_key
-from core.hierarchy._interval import IntervalHierarchy
-from core.hierarchy._masking import MaskingHierarchy
-from core.hierarchy._taxonomy import taxonomy_hierarchy
-from core.policy import (
+from privgate.core.hierarchy._arx import ARXHierarchy
+from privgate.core.hierarchy._base import SUPPRESSED, Hierarchy, value_key
+from privgate.core.hierarchy._interval import IntervalHierarchy
+from privgate.core.hierarchy._masking import MaskingHierarchy
+from privgate.core.hierarchy._taxonomy import taxonomy_hierarchy
+from privgate.core.policy import (
     ARXHierarchySpec,
     ColumnSpec,
     IntervalHierarchySpec,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.exceptions import HierarchyError
-from core.hierarchy._base import SUPPRESSED, Hierarchy, value_key
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy._base import SUPPRESSED, Hierarchy, value_key
 
 
 class ARXHierarchy(Hierarchy):

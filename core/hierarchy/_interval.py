@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.exceptions import HierarchyError
-from core.hierarchy._base import SUPPRESSED, Hierarchy, value_key
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy._base import SUPPRESSED, Hierarchy, value_key
 
 
 class IntervalHierarchy(Hierarchy):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.exceptions import HierarchyError
-from core.hierarchy._arx import ARXHierarchy
-from core.hierarchy._base import SUPPRESSED
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy._arx import ARXHierarchy
+from privgate.core.hierarchy._base import SUPPRESSED
 
 
 def _paths(node: object, trail: list[str], column: str) -> list[list[str]]:

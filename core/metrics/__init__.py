@@ -10,14 +10,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from core.metrics._base import DecomposableMetric, LossMetric
-from core.metrics._class_metrics import AverageClassSize, Discernibility
-from core.metrics._entropy import NonUniformEntropy
-from core.metrics._loss import Loss, granularity
-from core.metrics._precision import PrecisionLoss, precision
+from privgate.core.metrics._base import DecomposableMetric, LossMetric
+from privgate.core.metrics._class_metrics import AverageClassSize, Discernibility
+from privgate.core.metrics._entropy import NonUniformEntropy
+from privgate.core.metrics._loss import Loss, granularity
+from privgate.core.metrics._precision import PrecisionLoss, precision
 
 if TYPE_CHECKING:
-    from core.metrics._table_loss import attribute_loss, table_loss
+    from privgate.core.metrics._table_loss import attribute_loss, table_loss
 
 # Measuring a written release needs pandas; the search objectives do not (see
 # core.anonymize for why the engine's import stays light).
@@ -26,7 +26,7 @@ _LAZY = {"attribute_loss", "table_loss"}
 
 def __getattr__(name: str) -> object:
     if name in _LAZY:
-        return getattr(importlib.import_module("core.metrics._table_loss"), name)
+        return getattr(importlib.import_module("privgate.core.metrics._table_loss"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.encoding import EncodedColumn
+from privgate.core.encoding import EncodedColumn
 
 
 class LossMetric(ABC):

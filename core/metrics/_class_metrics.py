@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.metrics._base import LossMetric
+from privgate.core.metrics._base import LossMetric
 
 
 class Discernibility(LossMetric):

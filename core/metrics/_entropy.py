@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.metrics._base import DecomposableMetric, ancestor_frequencies
+from privgate.core.metrics._base import DecomposableMetric, ancestor_frequencies
 
 
 class NonUniformEntropy(DecomposableMetric):

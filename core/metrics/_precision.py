@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from core.metrics._base import DecomposableMetric
+from privgate.core.metrics._base import DecomposableMetric
 
 
 def precision(

@@ -1,6 +1,6 @@
 """Information loss measured on a written release, cell by cell.
 
-Sweeney's precision (:func:`core.metrics.precision`) needs one generalization level per
+Sweeney's precision (:func:`privgate.core.metrics.precision`) needs one generalization level per
 column, which a local recoding such as Mondrian does not have: two records of the same column
 may carry ``35-39`` and ``17-90``. This metric reads only the labels in the release, so it
 scores global and local recodings, and a release read back from disk, on the same scale.
@@ -37,8 +37,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from core.exceptions import HierarchyError
-from core.hierarchy import SUPPRESSED, Hierarchy, value_key
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy import SUPPRESSED, Hierarchy, value_key
 
 __all__ = ["attribute_loss", "table_loss"]
 

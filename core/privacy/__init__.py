@@ -1,7 +1,7 @@
 """Privacy models, shared by the algorithms (to search) and the gate (to verify).
 
 Each model is a frozen value that checks equivalence classes summarized as
-:class:`core.encoding.ClassStats` and reports the level a table reaches.
+:class:`privgate.core.encoding.ClassStats` and reports the level a table reaches.
 :func:`models_from_policy` turns a policy's privacy section into models.
 """
 
@@ -10,20 +10,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from core.policy import PrivacySpec
-from core.privacy._base import PrivacyModel
-from core.privacy._k_anonymity import KAnonymity
-from core.privacy._l_diversity import (
+from privgate.core.policy import PrivacySpec
+from privgate.core.privacy._base import PrivacyModel
+from privgate.core.privacy._k_anonymity import KAnonymity
+from privgate.core.privacy._l_diversity import (
     DistinctLDiversity,
     EntropyLDiversity,
     RecursiveCLDiversity,
     class_entropies,
 )
-from core.privacy._risk import AverageRisk, HighestRisk, RiskShareAbove, record_risks
-from core.privacy._t_closeness import TCloseness, class_distances, hierarchical_distances
+from privgate.core.privacy._risk import AverageRisk, HighestRisk, RiskShareAbove, record_risks
+from privgate.core.privacy._t_closeness import TCloseness, class_distances, hierarchical_distances
 
 if TYPE_CHECKING:
-    from core.hierarchy import Hierarchy
+    from privgate.core.hierarchy import Hierarchy
 
 __all__ = [
     "AverageRisk",

@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from core.encoding import ClassStats
+from privgate.core.encoding import ClassStats
 
 
 class PrivacyModel(BaseModel, ABC):

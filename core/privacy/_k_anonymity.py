@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from core.encoding import ClassStats
-from core.privacy._base import PrivacyModel
+from privgate.core.encoding import ClassStats
+from privgate.core.privacy._base import PrivacyModel
 
 
 class KAnonymity(PrivacyModel):

@@ -13,8 +13,8 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from core.encoding import ClassStats
-from core.privacy._base import PrivacyModel
+from privgate.core.encoding import ClassStats
+from privgate.core.privacy._base import PrivacyModel
 
 #: Entropy comparisons allow this much floating-point slack (log/exp round trips).
 _ENTROPY_TOLERANCE = 1e-9

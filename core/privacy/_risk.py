@@ -23,8 +23,8 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from core.encoding import ClassStats
-from core.privacy._base import PrivacyModel
+from privgate.core.encoding import ClassStats
+from privgate.core.privacy._base import PrivacyModel
 
 _TOLERANCE = 1e-12
 

@@ -24,8 +24,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from core.encoding import ClassStats
-from core.privacy._base import PrivacyModel
+from privgate.core.encoding import ClassStats
+from privgate.core.privacy._base import PrivacyModel
 
 _T_TOLERANCE = 1e-12
 
@@ -87,7 +87,7 @@ def hierarchical_distances(hist: np.ndarray, overall: np.ndarray, labels: np.nda
 class TCloseness(PrivacyModel):
     """Each class's distribution of ``column`` is within EMD ``t`` of the table's.
 
-    ``hierarchy`` (a :class:`core.hierarchy.Hierarchy` of the sensitive column) is required
+    ``hierarchy`` (a :class:`privgate.core.hierarchy.Hierarchy` of the sensitive column) is required
     for the hierarchical distance and ignored otherwise.
     """
 

@@ -14,12 +14,12 @@ Nothing here imports Prefect.
 
 from __future__ import annotations
 
-from core.ranking._approximation import approximation_degree_of
-from core.ranking._drop_column import drop_column_importance
-from core.ranking._encoding import ordinal_matrix
-from core.ranking._permutation import oob_permutation_importance
-from core.ranking._ranking import METHODS, Ranking, rank_attributes
-from core.ranking._tiers import importance_tiers
+from privgate.core.ranking._approximation import approximation_degree_of
+from privgate.core.ranking._drop_column import drop_column_importance
+from privgate.core.ranking._encoding import ordinal_matrix
+from privgate.core.ranking._permutation import oob_permutation_importance
+from privgate.core.ranking._ranking import METHODS, Ranking, rank_attributes
+from privgate.core.ranking._tiers import importance_tiers
 
 __all__ = [
     "METHODS",

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from core.anonymize import approximation_degree
-from core.exceptions import PolicyError
+from privgate.core.anonymize import approximation_degree
+from privgate.core.exceptions import PolicyError
 
 __all__ = ["approximation_degree_of"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from core.exceptions import PolicyError
+from privgate.core.exceptions import PolicyError
 
 
 def check_features(X: object, y: object) -> None:

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 from sklearn.ensemble import RandomForestClassifier
 
-from core.ranking._checks import check_features, check_positive
-from core.ranking._encoding import encode_labels, ordinal_matrix
+from privgate.core.ranking._checks import check_features, check_positive
+from privgate.core.ranking._encoding import encode_labels, ordinal_matrix
 
 __all__ = ["drop_column_importance", "oob_accuracy"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from core.exceptions import PolicyError
+from privgate.core.exceptions import PolicyError
 
 __all__ = ["encode_labels", "ordinal_matrix"]
 

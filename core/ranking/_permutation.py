@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from sklearn.ensemble import RandomForestClassifier
 
-from core.ranking._checks import check_features, check_positive
-from core.ranking._encoding import encode_labels, ordinal_matrix
+from privgate.core.ranking._checks import check_features, check_positive
+from privgate.core.ranking._encoding import encode_labels, ordinal_matrix
 
 __all__ = ["oob_permutation_importance"]
 
@@ -65,7 +65,7 @@ def oob_permutation_importance(
         The attributes to rank, of any dtype: numeric columns are used as numbers, every other
         column as the rank of its value among the column's sorted distinct values, and a missing
         cell as ``NaN``, which the forest routes natively (see
-        :func:`core.ranking._encoding.ordinal_matrix`).
+        :func:`privgate.core.ranking._encoding.ordinal_matrix`).
     y : array-like, shape (n_rows,)
         Class labels (any hashable values, at least two classes, none missing).
     n_estimators : int, default=100

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from core.exceptions import PolicyError
-from core.ranking._approximation import approximation_degree_of
-from core.ranking._drop_column import drop_column_importance
-from core.ranking._permutation import oob_permutation_importance
-from core.ranking._tiers import importance_tiers
+from privgate.core.exceptions import PolicyError
+from privgate.core.ranking._approximation import approximation_degree_of
+from privgate.core.ranking._drop_column import drop_column_importance
+from privgate.core.ranking._permutation import oob_permutation_importance
+from privgate.core.ranking._tiers import importance_tiers
 
 __all__ = ["METHODS", "Ranking", "rank_attributes"]
 

@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from core.exceptions import PolicyError
+from privgate.core.exceptions import PolicyError
 
 __all__ = ["importance_tiers", "kmeans_1d"]
 

@@ -13,9 +13,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from core.report._data import ReleaseReport, build_report, validation_summary
-from core.report._html import SECTIONS, render_html
-from core.report._summary import artifact_key, markdown_summary, summary_table
+from privgate.core.report._data import ReleaseReport, build_report, validation_summary
+from privgate.core.report._html import SECTIONS, render_html
+from privgate.core.report._summary import artifact_key, markdown_summary, summary_table
 
 __all__ = [
     "REPORT_FILE",

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.gate import class_stats_of
-from core.policy import ColumnType, ReleasePolicy, Role
+from privgate.core.gate import class_stats_of
+from privgate.core.policy import ColumnType, ReleasePolicy, Role
 
 __all__ = ["ReleaseReport", "build_report", "validation_summary"]
 
@@ -31,16 +31,16 @@ class ReleaseReport:
     blocked_by : list of str
         ``"privacy"`` and/or ``"utility"`` when blocked.
     privacy_gate : dict
-        :meth:`core.gate.GateDecision.to_dict`.
+        :meth:`privgate.core.gate.GateDecision.to_dict`.
     utility_gate : dict or None
-        :meth:`core.utility.UtilityDecision.to_dict`.
+        :meth:`privgate.core.utility.UtilityDecision.to_dict`.
     privacy : dict
         ``k``, ``suppression_limit``, ``criteria`` (one row per privacy model: ``criterion``,
         ``reached``, ``holds``), ``class_sizes`` (``{size: number of classes}``),
         ``sensitive`` (per l-diversity / t-closeness column: per-class distinct values and
         distances), ``records``.
     utility : dict or None
-        :meth:`core.utility.UtilityReport.to_dict`.
+        :meth:`privgate.core.utility.UtilityReport.to_dict`.
     transformation : dict
         ``algorithm``, ``levels`` and ``heights`` per quasi-identifier (full-domain), or
         ``partitions`` (Mondrian), and ``labels`` (distinct values per QI, original and
@@ -148,7 +148,7 @@ def _privacy_section(
     decision: Mapping,
     models: Sequence,
 ) -> dict:
-    from core.privacy import class_distances, hierarchical_distances
+    from privgate.core.privacy import class_distances, hierarchical_distances
 
     qis = policy.quasi_identifiers
     sensitive = sorted({m.column for m in models if hasattr(m, "column")})
@@ -252,7 +252,7 @@ def build_report(
     original : DataFrame
         The validated input.
     table : AnonymizedTable
-        :func:`core.stages.anonymize`'s result (its ``frame`` is the release as written).
+        :func:`privgate.core.stages.anonymize`'s result (its ``frame`` is the release as written).
     privacy_decision : GateDecision
     status : {"published", "blocked", "dry-run"}
     utility : UtilityReport, optional
@@ -262,8 +262,8 @@ def build_report(
     run : mapping, optional
         Run metadata shown as is (run id, dates, versions, fingerprints, paths).
     """
-    from core.hierarchy import sensitive_hierarchies_for
-    from core.privacy import models_from_policy
+    from privgate.core.hierarchy import sensitive_hierarchies_for
+    from privgate.core.privacy import models_from_policy
 
     models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
     decision = privacy_decision.to_dict()

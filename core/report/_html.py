@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from core.report import _plots
-from core.report._data import ReleaseReport
+from privgate.core.report import _plots
+from privgate.core.report._data import ReleaseReport
 
 __all__ = ["SECTIONS", "render_html"]
 

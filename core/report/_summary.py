@@ -6,7 +6,7 @@ import math
 import re
 from typing import Any
 
-from core.report._data import ReleaseReport
+from privgate.core.report._data import ReleaseReport
 
 __all__ = ["artifact_key", "markdown_summary", "summary_table"]
 

@@ -10,16 +10,16 @@ it end to end on the active dask scheduler; the same releases as the pandas path
 order.
 """
 
-from core.scale._apply import (
+from privgate.core.scale._apply import (
     GeneralizationPlan,
     generalize_frame,
     generalize_partition,
     plan_generalization,
 )
-from core.scale._dictionary import frequency_set_from_histogram
-from core.scale._frequency import frequency_set_of, histogram_of, read_input
-from core.scale._histogram import PartialHistogram, merge_histograms, partition_histogram
-from core.scale._pipeline import (
+from privgate.core.scale._dictionary import frequency_set_from_histogram
+from privgate.core.scale._frequency import frequency_set_of, histogram_of, read_input
+from privgate.core.scale._histogram import PartialHistogram, merge_histograms, partition_histogram
+from privgate.core.scale._pipeline import (
     ScaleRun,
     anonymize_dask,
     frequency_stage,
@@ -28,7 +28,7 @@ from core.scale._pipeline import (
     verify_stage,
     write_stage,
 )
-from core.scale._verify import class_stats_from_histogram, verify_parquet_release
+from privgate.core.scale._verify import class_stats_from_histogram, verify_parquet_release
 
 __all__ = [
     "GeneralizationPlan",

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from core.anonymize._datafly import failing_tuples
-from core.encoding import FrequencySet
-from core.exceptions import HierarchyError
-from core.privacy import PrivacyModel
-from core.scale._dictionary import DICTIONARIES
+from privgate.core.anonymize._datafly import failing_tuples
+from privgate.core.encoding import FrequencySet
+from privgate.core.exceptions import HierarchyError
+from privgate.core.privacy import PrivacyModel
+from privgate.core.scale._dictionary import DICTIONARIES
 
 __all__ = ["GeneralizationPlan", "generalize_frame", "generalize_partition", "plan_generalization"]
 

@@ -2,7 +2,7 @@
 
 Each quasi-identifier's global dictionary is its sorted distinct values over the whole table
 (the union of the partitions' dictionaries, see :mod:`core.scale._histogram`). Each distinct
-value is mapped through the hierarchy once, exactly as :func:`core.encoding.encode_table`
+value is mapped through the hierarchy once, exactly as :func:`privgate.core.encoding.encode_table`
 maps a column's distinct values, so the level maps, labels and domain sizes are the ones a
 one-machine run builds, and the :class:`~core.encoding.FrequencySet` is the same array for array
 (same codes, same tuple order, same counts). The lattice search then runs on it unchanged.
@@ -15,10 +15,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from core.encoding import EncodedTable, FrequencySet, _encode_qi
-from core.exceptions import HierarchyError
-from core.hierarchy import Hierarchy
-from core.scale._histogram import PartialHistogram
+from privgate.core.encoding import EncodedTable, FrequencySet, _encode_qi
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.scale._histogram import PartialHistogram
 
 __all__ = ["DICTIONARIES", "frequency_set_from_histogram"]
 
@@ -46,7 +46,7 @@ def frequency_set_from_histogram(
     FrequencySet
         Equal to ``encode_table(df, hierarchies, sensitive).frequency_set()`` of the full table
         except that no per-row array is kept: ``row_to_tuple`` and the columns' ``codes`` are
-        empty (the rows stay in their partitions; see :mod:`core.scale._apply`). The QIs'
+        empty (the rows stay in their partitions; see :mod:`privgate.core.scale._apply`). The QIs'
         global dictionaries are in ``cache[DICTIONARIES]``.
 
     Raises

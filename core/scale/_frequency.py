@@ -9,12 +9,12 @@ from pathlib import Path
 import dask
 import dask.dataframe as dd
 
-from core.encoding import FrequencySet
-from core.exceptions import IngestError
-from core.hierarchy import Hierarchy
-from core.policy import InputSpec
-from core.scale._dictionary import frequency_set_from_histogram
-from core.scale._histogram import PartialHistogram, merge_histograms, partition_histogram
+from privgate.core.encoding import FrequencySet
+from privgate.core.exceptions import IngestError
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.policy import InputSpec
+from privgate.core.scale._dictionary import frequency_set_from_histogram
+from privgate.core.scale._histogram import PartialHistogram, merge_histograms, partition_histogram
 
 __all__ = ["frequency_set_of", "histogram_of", "read_input"]
 

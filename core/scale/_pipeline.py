@@ -8,17 +8,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.anonymize import AnonymizationResult, make_algorithm, require_full_domain
-from core.encoding import FrequencySet
-from core.exceptions import AnonymizationError, GateBlockedError
-from core.gate import GateDecision
-from core.hierarchy import hierarchies_for, sensitive_hierarchies_for
-from core.policy import ReleasePolicy
-from core.privacy import models_from_policy
-from core.scale._apply import GeneralizationPlan, generalize_frame, plan_generalization
-from core.scale._dictionary import frequency_set_from_histogram
-from core.scale._frequency import histogram_of, read_input
-from core.scale._verify import verify_parquet_release
+from privgate.core.anonymize import AnonymizationResult, make_algorithm, require_full_domain
+from privgate.core.encoding import FrequencySet
+from privgate.core.exceptions import AnonymizationError, GateBlockedError
+from privgate.core.gate import GateDecision
+from privgate.core.hierarchy import hierarchies_for, sensitive_hierarchies_for
+from privgate.core.policy import ReleasePolicy
+from privgate.core.privacy import models_from_policy
+from privgate.core.scale._apply import GeneralizationPlan, generalize_frame, plan_generalization
+from privgate.core.scale._dictionary import frequency_set_from_histogram
+from privgate.core.scale._frequency import histogram_of, read_input
+from privgate.core.scale._verify import verify_parquet_release
 
 __all__ = [
     "ScaleRun",

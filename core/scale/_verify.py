@@ -18,11 +18,11 @@ from pathlib import Path
 import dask.dataframe as dd
 import numpy as np
 
-from core.encoding import ClassStats
-from core.gate import GateDecision, check_columns, decide, sensitive_columns_of
-from core.privacy import PrivacyModel
-from core.scale._frequency import histogram_of
-from core.scale._histogram import PartialHistogram
+from privgate.core.encoding import ClassStats
+from privgate.core.gate import GateDecision, check_columns, decide, sensitive_columns_of
+from privgate.core.privacy import PrivacyModel
+from privgate.core.scale._frequency import histogram_of
+from privgate.core.scale._histogram import PartialHistogram
 
 __all__ = ["class_stats_from_histogram", "verify_parquet_release"]
 
@@ -72,7 +72,7 @@ def verify_parquet_release(
 ) -> GateDecision:
     """The gate's decision on a partitioned Parquet release (a folder of part files).
 
-    Same parameters and result as :func:`core.gate.verify_table`; the release is read back
+    Same parameters and result as :func:`privgate.core.gate.verify_table`; the release is read back
     from ``path`` partition by partition on the active dask scheduler. An unreadable release
     is a blocked release.
     """

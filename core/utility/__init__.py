@@ -10,20 +10,20 @@ The measures, one module each: faithful encoding of generalized values
 (:func:`encode_features`), classification (:func:`classification_utility`), clustering
 (:func:`clustering_utility`, :func:`f_measure`, :func:`match_point`), the engine's metrics on a
 release (:func:`release_metrics`) and per-column total variation (:func:`total_variation`).
-Information loss is :func:`core.metrics.table_loss`.
+Information loss is :func:`privgate.core.metrics.table_loss`.
 
 scikit-learn is imported when a classifier or a clustering runs, not on import.
 """
 
 from __future__ import annotations
 
-from core.utility._classification import (
+from privgate.core.utility._classification import (
     CLASSIFIERS,
     ClassificationUtility,
     ModelScore,
     classification_utility,
 )
-from core.utility._clustering import (
+from privgate.core.utility._clustering import (
     CLUSTERINGS,
     ClusteringScore,
     ClusteringUtility,
@@ -32,16 +32,21 @@ from core.utility._clustering import (
     f_measure,
     match_point,
 )
-from core.utility._distribution import distribution_distances, total_variation
-from core.utility._encoding import (
+from privgate.core.utility._distribution import distribution_distances, total_variation
+from privgate.core.utility._encoding import (
     AttributeDomain,
     describe_domains,
     encode_features,
     factorize_labels,
 )
-from core.utility._gate import UtilityDecision, check_utility
-from core.utility._measure import UtilityReport, align_release, measure_utility, utility_spec
-from core.utility._metrics import release_metrics
+from privgate.core.utility._gate import UtilityDecision, check_utility
+from privgate.core.utility._measure import (
+    UtilityReport,
+    align_release,
+    measure_utility,
+    utility_spec,
+)
+from privgate.core.utility._metrics import release_metrics
 
 __all__ = [
     "CLASSIFIERS",

@@ -2,7 +2,7 @@
 
 For each model, stratified k-fold cross-validation is run twice with the *same folds*: once on
 the original records, once on the same records as released (faithfully encoded, see
-:mod:`core.utility._encoding`); ROC AUC and accuracy are averaged over the folds, and the
+:mod:`privgate.core.utility._encoding`); ROC AUC and accuracy are averaged over the folds, and the
 release's scores are set against the original's. The folds are drawn once on the original
 records (``StratifiedKFold(shuffle=True, random_state=seed)``) and each released record keeps
 its original's fold, so the comparison is paired; a suppressed record is simply absent from the
@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from core.utility._encoding import AttributeDomain, encode_features, factorize_labels
+from privgate.core.utility._encoding import AttributeDomain, encode_features, factorize_labels
 
 __all__ = ["CLASSIFIERS", "ClassificationUtility", "ModelScore", "classification_utility"]
 
@@ -207,7 +207,7 @@ def classification_utility(
     seed : int, default=0
         Seeds the sample, the folds and the random forest.
     numeric : {"midpoint", "bounds"}, default="midpoint"
-        How numeric ranges are encoded (see :func:`~core.utility.encode_features`).
+        How numeric ranges are encoded (see :func:`~privgate.core.utility.encode_features`).
 
     Returns
     -------

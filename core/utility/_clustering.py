@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from core.utility._encoding import AttributeDomain, encode_features
+from privgate.core.utility._encoding import AttributeDomain, encode_features
 
 __all__ = [
     "CLUSTERINGS",

@@ -1,7 +1,7 @@
 """How far each released column's distribution moved from the original's: total variation.
 
 Both distributions live on the column's original values (its *leaves*, see
-:class:`~core.utility.AttributeDomain`) plus one bucket for missing cells:
+:class:`~privgate.core.utility.AttributeDomain`) plus one bucket for missing cells:
 
 * the original's: the share of original records holding each leaf;
 * the release's: every released cell spreads its weight uniformly over the leaves its label
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from core.utility._encoding import AttributeDomain, factorize_labels
+from privgate.core.utility._encoding import AttributeDomain, factorize_labels
 
 __all__ = ["distribution_distances", "total_variation"]
 
@@ -51,7 +51,7 @@ def total_variation(domain: AttributeDomain, released: pd.Series) -> float:
     Parameters
     ----------
     domain : AttributeDomain
-        The column's domain, from :func:`~core.utility.describe_domains` on the original.
+        The column's domain, from :func:`~privgate.core.utility.describe_domains` on the original.
     released : Series
         The column in the release.
 

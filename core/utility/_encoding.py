@@ -50,8 +50,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from core.exceptions import HierarchyError
-from core.hierarchy import SUPPRESSED, Hierarchy, value_key
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy import SUPPRESSED, Hierarchy, value_key
 
 __all__ = ["AttributeDomain", "describe_domains", "encode_features", "factorize_labels"]
 
@@ -64,7 +64,7 @@ _LEAF_SCALE = 1.0 / math.sqrt(2.0)
 def factorize_labels(column: pd.Series) -> tuple[np.ndarray, list[str | None]]:
     """Codes of a column's cells into its distinct text keys; a missing cell is ``None``.
 
-    Values are keyed with :func:`~core.hierarchy.value_key` (``39`` and ``39.0`` are one
+    Values are keyed with :func:`~privgate.core.hierarchy.value_key` (``39`` and ``39.0`` are one
     key). Only the distinct values are converted, so this is one ``pd.factorize`` plus work
     proportional to the number of distinct values.
 

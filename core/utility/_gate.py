@@ -1,6 +1,6 @@
 """The utility gate: a release that keeps too little of the data's value is not published.
 
-It compares what :func:`~core.utility.measure_utility` measured with the policy's
+It compares what :func:`~privgate.core.utility.measure_utility` measured with the policy's
 ``utility.thresholds`` and returns a :class:`UtilityDecision`: passed or not, one reason per
 violated threshold (naming the threshold, the measured number and the limit), and every check
 as data. A threshold that cannot be evaluated because its measurement was not taken blocks the
@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from core.policy import UtilityThresholds
+from privgate.core.policy import UtilityThresholds
 
 if TYPE_CHECKING:
-    from core.utility._measure import UtilityReport
+    from privgate.core.utility._measure import UtilityReport
 
 __all__ = ["UtilityDecision", "check_utility"]
 
@@ -24,7 +24,7 @@ _TOLERANCE = 1e-12
 
 @dataclass(frozen=True)
 class UtilityDecision:
-    """The utility gate's verdict (the counterpart of :class:`core.gate.GateDecision`).
+    """The utility gate's verdict (the counterpart of :class:`privgate.core.gate.GateDecision`).
 
     Attributes
     ----------
@@ -76,7 +76,7 @@ def check_utility(utility: UtilityReport, thresholds: UtilityThresholds | None) 
     Parameters
     ----------
     utility : UtilityReport
-        From :func:`~core.utility.measure_utility`.
+        From :func:`~privgate.core.utility.measure_utility`.
     thresholds : UtilityThresholds or None
         The policy's ``utility.thresholds``; ``None`` or an empty one passes.
 

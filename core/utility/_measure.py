@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from core.hierarchy import Hierarchy
-from core.policy import ColumnType, ReleasePolicy, Role, UtilitySpec
-from core.utility._classification import ClassificationUtility, classification_utility
-from core.utility._clustering import ClusteringUtility, clustering_utility
-from core.utility._distribution import distribution_distances
-from core.utility._encoding import describe_domains
-from core.utility._metrics import release_metrics
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.policy import ColumnType, ReleasePolicy, Role, UtilitySpec
+from privgate.core.utility._classification import ClassificationUtility, classification_utility
+from privgate.core.utility._clustering import ClusteringUtility, clustering_utility
+from privgate.core.utility._distribution import distribution_distances
+from privgate.core.utility._encoding import describe_domains
+from privgate.core.utility._metrics import release_metrics
 
 __all__ = ["UtilityReport", "align_release", "measure_utility", "utility_spec"]
 
@@ -27,7 +27,7 @@ class UtilityReport:
     Attributes
     ----------
     loss : dict
-        :func:`core.metrics.table_loss`: ``per_attribute``, ``total``, ``granularity``, ...
+        :func:`privgate.core.metrics.table_loss`: ``per_attribute``, ``total``, ``granularity``, ...
     metrics : dict
         :func:`~core.utility.release_metrics`: precision, discernibility, average class size,
         entropy.
@@ -102,7 +102,7 @@ def align_release(
         The seed given to :func:`core.stages.anonymize` (``None``: rows were not shuffled and
         already carry their original index).
     """
-    from core.anonymize._generalize import shuffle_rows
+    from privgate.core.anonymize._generalize import shuffle_rows
 
     suppressed = np.asarray(suppressed, dtype=bool)
     if len(suppressed) != len(original_index):
@@ -153,7 +153,7 @@ def measure_utility(
     -------
     UtilityReport
     """
-    from core.metrics import table_loss
+    from privgate.core.metrics import table_loss
 
     started = time.perf_counter()
     spec = utility_spec(policy)

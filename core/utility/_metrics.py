@@ -6,7 +6,7 @@ their originals by index, a missing index being a suppressed record), so full-do
 recodings are scored on one scale, and each agrees with the engine's objective on a full-domain
 release (the tests check it on Adult).
 
-* information loss per attribute and in total: :func:`core.metrics.table_loss` (numeric:
+* information loss per attribute and in total: :func:`privgate.core.metrics.table_loss` (numeric:
   ``(hi - lo) / (max - min)``; categorical: ``(leaves under the label - 1) / (leaves - 1)``;
   ``*`` and suppressed records: 1);
 * Sweeney's precision: :func:`core.metrics.precision` (full-domain releases only: it needs one
@@ -19,7 +19,7 @@ release (the tests check it on Adult).
   suppressing every record (Gionis and Tassa, 2009).
 
 Equivalence classes are the release's rows grouped by the text of their quasi-identifiers
-(:func:`core.gate.class_stats_of`, the gate's own grouping).
+(:func:`privgate.core.gate.class_stats_of`, the gate's own grouping).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from core.gate import class_stats_of
-from core.utility._encoding import AttributeDomain, factorize_labels
+from privgate.core.gate import class_stats_of
+from privgate.core.utility._encoding import AttributeDomain, factorize_labels
 
 __all__ = ["release_metrics"]
 
@@ -93,7 +93,7 @@ def release_metrics(
         The release; each row's index is its original record's index, and an original index
         absent from it is a suppressed record.
     domains : mapping of str to AttributeDomain
-        The quasi-identifiers' domains (:func:`~core.utility.describe_domains`).
+        The quasi-identifiers' domains (:func:`~privgate.core.utility.describe_domains`).
     k : int
         The release's k, which normalizes the average class size.
     levels, heights : mapping of str to int, optional
@@ -120,7 +120,7 @@ def release_metrics(
     >>> m["discernibility"], m["average_class_size"], m["entropy"]
     (0.8125, 1.0, 1.0)
     """
-    from core.metrics import precision
+    from privgate.core.metrics import precision
 
     if k < 1:
         raise ValueError(f"The 'k' parameter of release_metrics must be >= 1. Got {k} instead.")

@@ -45,12 +45,12 @@ def make_case(tmp_path: Path) -> Callable[..., Case]:
 
 @pytest.fixture
 def cli() -> Callable[..., tuple[int, str, str]]:
-    """Run ``flows.cli.main(args)`` in-process: (exit code, stdout, stderr).
+    """Run ``privgate.flows.cli.main(args)`` in-process: (exit code, stdout, stderr).
 
     The CLI resolves ``sys.stdout`` / ``sys.stderr`` when it prints, so redirecting them does
     not disturb Prefect's own log handler (bound to the real stream at import).
     """
-    from flows.cli import main
+    from privgate.flows.cli import main
 
     def run(*args: str) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
@@ -65,15 +65,15 @@ def cli() -> Callable[..., tuple[int, str, str]]:
 def _no_ingest_retries(monkeypatch):
     """Fail a bad file at once instead of after 6 s of retries.
 
-    ``tasks.ingest`` retries every exception, including deterministic refusals (an
+    ``privgate.tasks.ingest`` retries every exception, including deterministic refusals (an
     ``IngestError`` is the same on every attempt): the refusal itself, its message and that
     nothing is published do not depend on it. Remove once the ingest task retries only I/O
     errors.
     """
-    import flows.release
+    from privgate.flows import release as flows_release
 
     monkeypatch.setattr(
-        flows.release, "ingest_task", flows.release.ingest_task.with_options(retries=0)
+        flows_release, "ingest_task", flows_release.ingest_task.with_options(retries=0)
     )
 
 

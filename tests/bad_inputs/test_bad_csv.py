@@ -15,22 +15,22 @@ from pathlib import Path
 import pytest
 from bad_input_corpus import GOOD_ROWS, HEADER, Case, csv_text, sha256
 
-from core import stages
-from core.exceptions import (
+from privgate.core import stages
+from privgate.core.exceptions import (
     AnonymizationError,
     HierarchyError,
     IngestError,
     PrivgateError,
     SchemaValidationError,
 )
-from core.ingest import MAX_FIELD_CHARS
-from core.policy import load_policy
-from validations.expectations import (
+from privgate.core.ingest import MAX_FIELD_CHARS
+from privgate.core.policy import load_policy
+from privgate.validations.expectations import (
     InputContractError,
     raise_for_input,
     validate_input_expectations,
 )
-from validations.schema import HierarchyCoverageError, validate_input
+from privgate.validations.schema import HierarchyCoverageError, validate_input
 
 RELEASE_DATE = "2026-11-22"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from bad_input_corpus import POLICY_YAML, sha256
 
-from core import stages
-from core.exceptions import HierarchyError, PolicyError, PrivgateError
-from core.policy import load_policy
+from privgate.core import stages
+from privgate.core.exceptions import HierarchyError, PolicyError, PrivgateError
+from privgate.core.policy import load_policy
 
 RELEASE_DATE = "2026-11-22"
 

@@ -9,11 +9,11 @@ import pytest
 from bad_input_corpus import GOOD_ROWS, csv_text
 from prefect import flow
 
-from core import stages
-from core.policy import load_policy
-from tasks.expectations import input_expectations_task, release_expectations_task
-from validations.expectations import InputContractError, ReleaseContractError
-from validations.schema import validate_input
+from privgate.core import stages
+from privgate.core.policy import load_policy
+from privgate.tasks.expectations import input_expectations_task, release_expectations_task
+from privgate.validations.expectations import InputContractError, ReleaseContractError
+from privgate.validations.schema import validate_input
 
 
 def _artifacts(key: str) -> list:

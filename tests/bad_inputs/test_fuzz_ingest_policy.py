@@ -22,18 +22,18 @@ from bad_input_corpus import GOOD_ROWS, HEADER, POLICY_YAML
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from core import stages
-from core.exceptions import GateBlockedError, PrivgateError
-from core.policy import load_policy
-from core.publish import discard, publish
-from flows.cli import main
-from validations.expectations import (
+from privgate.core import stages
+from privgate.core.exceptions import GateBlockedError, PrivgateError
+from privgate.core.policy import load_policy
+from privgate.core.publish import discard, publish
+from privgate.flows.cli import main
+from privgate.validations.expectations import (
     raise_for_input,
     raise_for_release,
     validate_input_expectations,
     validate_release_expectations,
 )
-from validations.schema import validate_input
+from privgate.validations.schema import validate_input
 
 RELEASE_DATE = date(2026, 11, 22)
 FUZZ = settings(

@@ -14,17 +14,17 @@ import pandas as pd
 import pytest
 from pycanon import anonymity
 
-from core.anonymize import (
+from privgate.core.anonymize import (
     Datafly,
     MultiAttributeDatafly,
     apply_generalization,
     approximation_degree,
 )
-from core.encoding import EncodedTable, FrequencySet, encode_table
-from core.exceptions import AnonymizationError
-from core.gate import verify_table
-from core.hierarchy import ARXHierarchy
-from core.privacy import DistinctLDiversity, KAnonymity
+from privgate.core.encoding import EncodedTable, FrequencySet, encode_table
+from privgate.core.exceptions import AnonymizationError
+from privgate.core.gate import verify_table
+from privgate.core.hierarchy import ARXHierarchy
+from privgate.core.privacy import DistinctLDiversity, KAnonymity
 
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")
 

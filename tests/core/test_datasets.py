@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.datasets import (
+from privgate.core.datasets import (
     ADULT_COLUMNS,
     BANK_MARKETING_FEATURE_COLUMNS,
     BREAST_CANCER_WISCONSIN_COLUMNS,
@@ -16,7 +16,7 @@ from core.datasets import (
     load_bank_marketing,
     load_breast_cancer_wisconsin,
 )
-from core.exceptions import IngestError
+from privgate.core.exceptions import IngestError
 
 ADULT_INT_COLUMNS = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
                      "hours-per-week"]  # fmt: skip

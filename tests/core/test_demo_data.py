@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.demo_data import CENSUS_COLUMNS, generate_census, write_census_csv
+from privgate.core.demo_data import CENSUS_COLUMNS, generate_census, write_census_csv
 
 # Written out independently of the module under test (Adult's coding, see adult.names).
 EXPECTED_EDUCATION_NUM = {

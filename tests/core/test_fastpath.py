@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from pycanon import anonymity
 
-from core.policy import load_policy
-from flows.cli import main
+from privgate.core.policy import load_policy
+from privgate.flows.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 

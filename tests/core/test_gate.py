@@ -8,9 +8,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.exceptions import VerificationError
-from core.gate import GateDecision, class_stats_of, read_release, verify_release, verify_table
-from core.privacy import (
+from privgate.core.exceptions import VerificationError
+from privgate.core.gate import (
+    GateDecision,
+    class_stats_of,
+    read_release,
+    verify_release,
+    verify_table,
+)
+from privgate.core.privacy import (
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from core.gate import GateDecision, check_coverage, verify_table
-from core.privacy import KAnonymity
+from privgate.core.gate import GateDecision, check_coverage, verify_table
+from privgate.core.privacy import KAnonymity
 
 QIS = ["age", "zip", "sex"]
 

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pycanon import anonymity
 
-from core.anonymize._hamdist import binarize, greedy_hamdist_select, hamming_gain
-from core.datasets import load_breast_cancer_wisconsin
-from core.exceptions import AnonymizationError
+from privgate.core.anonymize._hamdist import binarize, greedy_hamdist_select, hamming_gain
+from privgate.core.datasets import load_breast_cancer_wisconsin
+from privgate.core.exceptions import AnonymizationError
 
 PROPERTY = settings(
     max_examples=150,

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.exceptions import HierarchyError
-from core.hierarchy import (
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy import (
     SUPPRESSED,
     ARXHierarchy,
     IntervalHierarchy,
@@ -18,7 +18,7 @@ from core.hierarchy import (
     taxonomy_hierarchy,
     value_key,
 )
-from core.policy import ColumnSpec
+from privgate.core.policy import ColumnSpec
 
 SharedData = Callable[[str], Path]
 

@@ -9,10 +9,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from core.datasets import load_adult
-from core.exceptions import IngestError
-from core.ingest import read_table
-from core.policy import InputSpec
+from privgate.core.datasets import load_adult
+from privgate.core.exceptions import IngestError
+from privgate.core.ingest import read_table
+from privgate.core.policy import InputSpec
 
 SharedData = Callable[[str], Path]
 

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.anonymize._lattice import NodeChecker
-from core.encoding import FrequencySet, encode_table
-from core.hierarchy import ARXHierarchy, IntervalHierarchy, taxonomy_hierarchy
-from core.metrics import METRICS, LossMetric, granularity, make_metric, precision
-from core.privacy import KAnonymity
+from privgate.core.anonymize._lattice import NodeChecker
+from privgate.core.encoding import FrequencySet, encode_table
+from privgate.core.hierarchy import ARXHierarchy, IntervalHierarchy, taxonomy_hierarchy
+from privgate.core.metrics import METRICS, LossMetric, granularity, make_metric, precision
+from privgate.core.privacy import KAnonymity
 
 SEX = ARXHierarchy("sex", [["M", "*"], ["F", "*"]])
 CITY = taxonomy_hierarchy("city", {"East": ["Boston", "NYC", "DC", "Miami"], "West": ["LA", "SF"]})

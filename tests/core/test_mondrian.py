@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 from pycanon import anonymity
 
-from core.anonymize._mondrian import Mondrian, MondrianResult
-from core.exceptions import AnonymizationError, HierarchyError
-from core.gate import verify_table
-from core.hierarchy import ARXHierarchy, Hierarchy, taxonomy_hierarchy
-from core.metrics._table_loss import table_loss
-from core.privacy import DistinctLDiversity, KAnonymity, TCloseness
+from privgate.core.anonymize._mondrian import Mondrian, MondrianResult
+from privgate.core.exceptions import AnonymizationError, HierarchyError
+from privgate.core.gate import verify_table
+from privgate.core.hierarchy import ARXHierarchy, Hierarchy, taxonomy_hierarchy
+from privgate.core.metrics._table_loss import table_loss
+from privgate.core.privacy import DistinctLDiversity, KAnonymity, TCloseness
 
 #: pycanon groups by a one-element list, which pandas 3 warns about on every call.
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")

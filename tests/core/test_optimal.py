@@ -22,19 +22,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.anonymize import (
+from privgate.core.anonymize import (
     AnonymizationResult,
     Datafly,
     MultiAttributeDatafly,
     OptimalLattice,
     apply_generalization,
 )
-from core.anonymize._bounds import ProjectionBounds
-from core.encoding import ClassStats, EncodedTable, encode_table
-from core.exceptions import AnonymizationError
-from core.gate import class_stats_of
-from core.hierarchy import ARXHierarchy, Hierarchy, IntervalHierarchy, taxonomy_hierarchy
-from core.privacy import (
+from privgate.core.anonymize._bounds import ProjectionBounds
+from privgate.core.encoding import ClassStats, EncodedTable, encode_table
+from privgate.core.exceptions import AnonymizationError
+from privgate.core.gate import class_stats_of
+from privgate.core.hierarchy import ARXHierarchy, Hierarchy, IntervalHierarchy, taxonomy_hierarchy
+from privgate.core.privacy import (
     AverageRisk,
     DistinctLDiversity,
     HighestRisk,

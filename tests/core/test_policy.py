@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from core.exceptions import PolicyError
-from core.policy import (
+from privgate.core.exceptions import PolicyError
+from privgate.core.policy import (
     ARXHierarchySpec,
     IntervalHierarchySpec,
     ReleasePolicy,

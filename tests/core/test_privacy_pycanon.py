@@ -24,17 +24,17 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pycanon import anonymity
 
-from core.anonymize import (
+from privgate.core.anonymize import (
     AnonymizationResult,
     Datafly,
     MultiAttributeDatafly,
     apply_generalization,
 )
-from core.encoding import encode_table
-from core.exceptions import AnonymizationError
-from core.gate import class_stats_of, verify_release, verify_table
-from core.hierarchy import Hierarchy, IntervalHierarchy, taxonomy_hierarchy
-from core.privacy import (
+from privgate.core.encoding import encode_table
+from privgate.core.exceptions import AnonymizationError
+from privgate.core.gate import class_stats_of, verify_release, verify_table
+from privgate.core.hierarchy import Hierarchy, IntervalHierarchy, taxonomy_hierarchy
+from privgate.core.privacy import (
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,

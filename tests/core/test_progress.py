@@ -7,11 +7,11 @@ import logging
 import pandas as pd
 import pytest
 
-from core.anonymize import OptimalLattice
-from core.encoding import encode_table
-from core.hierarchy import IntervalHierarchy, MaskingHierarchy
-from core.privacy import KAnonymity
-from core.progress import PROGRESS_LOGGER, Progress
+from privgate.core.anonymize import OptimalLattice
+from privgate.core.encoding import encode_table
+from privgate.core.hierarchy import IntervalHierarchy, MaskingHierarchy
+from privgate.core.privacy import KAnonymity
+from privgate.core.progress import PROGRESS_LOGGER, Progress
 
 
 class FakeClock:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.exceptions import PublishError
-from core.publish import (
+from privgate.core.exceptions import PublishError
+from privgate.core.publish import (
     StagedRelease,
     discard,
     make_release_id,

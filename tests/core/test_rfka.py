@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pycanon import anonymity
 
-from core.anonymize._rfka import SUPPRESSED, rfka_release, rfka_select
-from core.datasets import load_breast_cancer_wisconsin
-from core.exceptions import AnonymizationError, PrivgateError
+from privgate.core.anonymize._rfka import SUPPRESSED, rfka_release, rfka_select
+from privgate.core.datasets import load_breast_cancer_wisconsin
+from privgate.core.exceptions import AnonymizationError, PrivgateError
 
 PROPERTY = settings(
     max_examples=150,

@@ -10,13 +10,18 @@ import pandas as pd
 import pytest
 import yaml
 
-from core.anonymize import Datafly, MultiAttributeDatafly, OptimalLattice, apply_generalization
-from core.encoding import ClassStats, encode_table
-from core.exceptions import PolicyError
-from core.gate import verify_table
-from core.hierarchy import ARXHierarchy, taxonomy_hierarchy
-from core.policy import RiskSpec, _validate, load_policy
-from core.privacy import (
+from privgate.core.anonymize import (
+    Datafly,
+    MultiAttributeDatafly,
+    OptimalLattice,
+    apply_generalization,
+)
+from privgate.core.encoding import ClassStats, encode_table
+from privgate.core.exceptions import PolicyError
+from privgate.core.gate import verify_table
+from privgate.core.hierarchy import ARXHierarchy, taxonomy_hierarchy
+from privgate.core.policy import RiskSpec, _validate, load_policy
+from privgate.core.privacy import (
     AverageRisk,
     HighestRisk,
     KAnonymity,

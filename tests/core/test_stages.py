@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from pycanon import anonymity
 
-from core.gate import read_release, verify_table
-from core.hierarchy import sensitive_hierarchies_for
-from core.metrics import table_loss
-from core.policy import ReleasePolicy, load_policy
-from core.privacy import models_from_policy
-from core.stages import AnonymizedTable, anonymize, ingest, load_hierarchies
+from privgate.core.gate import read_release, verify_table
+from privgate.core.hierarchy import sensitive_hierarchies_for
+from privgate.core.metrics import table_loss
+from privgate.core.policy import ReleasePolicy, load_policy
+from privgate.core.privacy import models_from_policy
+from privgate.core.stages import AnonymizedTable, anonymize, ingest, load_hierarchies
 
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")
 

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.encoding import ClassStats
-from core.exceptions import PolicyError
-from core.gate import verify_table
-from core.hierarchy import taxonomy_hierarchy
-from core.policy import ReleasePolicy, _validate
-from core.privacy import TCloseness, hierarchical_distances, models_from_policy
+from privgate.core.encoding import ClassStats
+from privgate.core.exceptions import PolicyError
+from privgate.core.gate import verify_table
+from privgate.core.hierarchy import taxonomy_hierarchy
+from privgate.core.policy import ReleasePolicy, _validate
+from privgate.core.privacy import TCloseness, hierarchical_distances, models_from_policy
 
 LABELS = np.array([["a", "X", "*"], ["b", "X", "*"], ["c", "Y", "*"]], dtype=object)
 UNIFORM = np.array([1 / 3, 1 / 3, 1 / 3])
@@ -31,7 +31,7 @@ def test_hierarchical_distance_never_exceeds_equal_distance():
     rng = np.random.default_rng(4)
     hist = rng.integers(0, 5, size=(50, 3))
     hist[hist.sum(axis=1) == 0, 0] = 1
-    from core.privacy import class_distances
+    from privgate.core.privacy import class_distances
 
     hier = hierarchical_distances(hist, UNIFORM, LABELS)
     equal = class_distances(hist, UNIFORM, "equal")

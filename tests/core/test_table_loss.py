@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.anonymize._mondrian import Mondrian
-from core.exceptions import HierarchyError
-from core.hierarchy import ARXHierarchy, IntervalHierarchy, taxonomy_hierarchy
-from core.metrics._table_loss import attribute_loss, table_loss
-from core.privacy import KAnonymity
+from privgate.core.anonymize._mondrian import Mondrian
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy import ARXHierarchy, IntervalHierarchy, taxonomy_hierarchy
+from privgate.core.metrics._table_loss import attribute_loss, table_loss
+from privgate.core.privacy import KAnonymity
 
 CITY = taxonomy_hierarchy("city", {"East": ["Boston", "NYC", "DC"], "West": ["LA", "SF"]})
 AGE = IntervalHierarchy("age", [5, 10])

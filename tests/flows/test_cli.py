@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from pycanon import anonymity
 
-from flows.cli import main
+from privgate.flows.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1")
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args],
+        [sys.executable, "-m", "privgate.flows.cli", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -19,9 +19,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.dp.ledger import BudgetLedger, default_ledger_url
-from core.exceptions import BudgetExceededError, UtilityBlockedError
-from core.policy import load_policy
+from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
+from privgate.core.exceptions import BudgetExceededError, UtilityBlockedError
+from privgate.core.policy import load_policy
 
 REPO = Path(__file__).resolve().parents[2]
 DP_POLICY = REPO / "policies" / "adult-dp.yaml"
@@ -29,8 +29,8 @@ QIS = load_policy(DP_POLICY).quasi_identifiers
 
 
 def _run(tmp_path: Path, day: int, epsilon: float = 0.8, dry_run: bool = False, **overrides):
-    from flows.parameters import ReleaseParameters
-    from flows.release import release_flow
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.release import release_flow
 
     return release_flow(
         ReleaseParameters(
@@ -99,7 +99,7 @@ def test_nightly_dp_releases_stop_at_the_lifetime_budget(prefect_harness, shared
     assert "seconds" not in manifest["metrics"]
     assert not {"classes", "sensitivity"} & set(split)
 
-    from flows.cli import main
+    from privgate.flows.cli import main
 
     # redirect_stdout, not capsys: Prefect's console handler must keep the real stream
     with contextlib.redirect_stdout(io.StringIO()) as out:

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from pycanon import anonymity
 
-from core.exceptions import GateBlockedError
-from core.policy import load_policy
+from privgate.core.exceptions import GateBlockedError
+from privgate.core.policy import load_policy
 
 REPO = Path(__file__).resolve().parents[2]
 RELEASE_DATE = date(2026, 11, 22)
@@ -24,8 +24,8 @@ FAST_RANKING = {"target": "salary-class", "n_estimators": 25, "sample_size": 400
 
 
 def _run(policy: str, tmp_path: Path, overrides: dict):
-    from flows.parameters import ReleaseParameters
-    from flows.release import release_flow
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.release import release_flow
 
     return release_flow(
         ReleaseParameters(
@@ -131,16 +131,16 @@ def test_tiered_run_publishes_all_requested_tiers_or_none(
     """The last tier's publication fails: the tiers already renamed into place are taken out
     again (one Prefect transaction), so no reader ever sees part of the run."""
     shared_data("arx/adult.csv")
-    import tasks.publish
+    from privgate.tasks import publish as tasks_publish
 
-    real_publish = tasks.publish.publish
+    real_publish = tasks_publish.publish
 
     def publish_fails_for_e5(staged, manifest):
         if staged.release_id.endswith("-e5"):
             raise OSError("disk full")
         return real_publish(staged, manifest)
 
-    monkeypatch.setattr(tasks.publish, "publish", publish_fails_for_e5)
+    monkeypatch.setattr(tasks_publish, "publish", publish_fails_for_e5)
     with pytest.raises(OSError, match="disk full"):
         _run("adult-tiered.yaml", tmp_path, {"ranking": FAST_RANKING})
     releases = tmp_path / "releases" / "adult-tiered"

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from pycanon import anonymity
 
-from core import stages
-from core.anonymize import AnonymizationResult
-from core.exceptions import AnonymizationError, GateBlockedError, PolicyError, PublishError
-from core.policy import load_policy
+from privgate.core import stages
+from privgate.core.anonymize import AnonymizationResult
+from privgate.core.exceptions import AnonymizationError, GateBlockedError, PolicyError, PublishError
+from privgate.core.policy import load_policy
 
 REPO = Path(__file__).resolve().parents[2]
 ADULT_POLICY = REPO / "policies" / "adult.yaml"
@@ -37,8 +37,8 @@ def _sha256(path: Path) -> str:
 
 
 def _run(tmp_path: Path, **params):
-    from flows.parameters import ReleaseParameters
-    from flows.release import release_flow
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.release import release_flow
 
     overrides = {"output.directory": str(tmp_path / "releases")}
     overrides.update(params.pop("overrides", {}))
@@ -121,12 +121,12 @@ def test_crash_while_publishing_leaves_no_partial_release(
     prefect_harness, shared_data, tmp_path, monkeypatch
 ):
     shared_data("arx/adult.csv")
-    import core.publish
+    from privgate.core import publish as core_publish
 
     def broken_rename(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(core.publish.os, "rename", broken_rename)
+    monkeypatch.setattr(core_publish.os, "rename", broken_rename)
     with pytest.raises(PublishError, match="No space left"):
         _run(tmp_path, k=5)
     assert _published(tmp_path) == [] and _leftovers(tmp_path) == []
@@ -158,7 +158,7 @@ def test_bad_override_is_a_policy_error(prefect_harness, shared_data, tmp_path):
 def test_parameters_reject_invalid_values_before_a_run():
     from pydantic import ValidationError
 
-    from flows.parameters import ReleaseParameters
+    from privgate.flows.parameters import ReleaseParameters
 
     with pytest.raises(ValidationError, match="suppression_limit"):
         ReleaseParameters(policy_path="p.yaml", suppression_limit=1.5)
@@ -201,11 +201,11 @@ def test_rerun_after_a_failure_reuses_the_stages_that_succeeded(
 ):
     """The first run fails at publishing; the rerun takes ingest, validation and the search
     from their persisted results (state Cached) and only publishes."""
-    from flows.parameters import ReleaseParameters
-    from flows.release import release_flow
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.release import release_flow
 
     shared_data("arx/adult.csv")
-    import core.publish
+    from privgate.core import publish as core_publish
 
     params = ReleaseParameters(
         policy_path=str(ADULT_POLICY),
@@ -213,9 +213,9 @@ def test_rerun_after_a_failure_reuses_the_stages_that_succeeded(
         k=7,  # a k no other test uses, so the first run computes every stage itself
         overrides={"output.directory": str(tmp_path / "releases")},
     )
-    real_rename = core.publish.os.rename
+    real_rename = core_publish.os.rename
     monkeypatch.setattr(
-        core.publish.os, "rename", lambda *a: (_ for _ in ()).throw(OSError(5, "I/O error"))
+        core_publish.os, "rename", lambda *a: (_ for _ in ()).throw(OSError(5, "I/O error"))
     )
     failed = release_flow(params, return_state=True)
     assert failed.is_failed() and "I/O error" in failed.message
@@ -223,7 +223,7 @@ def test_rerun_after_a_failure_reuses_the_stages_that_succeeded(
     assert first["anonymize"] == "Completed" and first["publish"] == "Failed"
     assert _published(tmp_path) == []
 
-    monkeypatch.setattr(core.publish.os, "rename", real_rename)
+    monkeypatch.setattr(core_publish.os, "rename", real_rename)
     rerun = release_flow(params, return_state=True)
     assert rerun.is_completed() and "gate PASSED" in rerun.message
     second = _task_states(rerun.state_details.flow_run_id)

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import stages
-from core.anonymize import AnonymizationResult
-from core.exceptions import GateBlockedError, UtilityBlockedError
+from privgate.core import stages
+from privgate.core.anonymize import AnonymizationResult
+from privgate.core.exceptions import GateBlockedError, UtilityBlockedError
 
 REPO = Path(__file__).resolve().parents[2]
 ADULT_POLICY = REPO / "policies" / "adult.yaml"
@@ -28,8 +28,8 @@ FAST_UTILITY = {
 
 
 def _run(tmp_path: Path, utility: dict, **params):
-    from flows.parameters import ReleaseParameters
-    from flows.release import release_flow
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.release import release_flow
 
     overrides = {"output.directory": str(tmp_path / "releases"), "utility": utility}
     return release_flow(

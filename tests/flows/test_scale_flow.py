@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.policy import load_policy
-from flows.scale import run_scale_release
+from privgate.core.policy import load_policy
+from privgate.flows.scale import run_scale_release
 
 ROOT = Path(__file__).resolve().parents[2]
 

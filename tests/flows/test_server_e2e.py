@@ -95,7 +95,8 @@ def served(server, tmp_path_factory):
     log_path = server["home"] / "serve.log"
     log = open(log_path, "w")  # noqa: SIM115 - closed in teardown
     process = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "serve", "policies/adult.yaml", "--output", str(out)],
+        [sys.executable, "-m", "privgate.flows.cli", "serve", "policies/adult.yaml",
+         "--output", str(out)],
         cwd=REPO, env=server["env"], stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
@@ -158,7 +159,7 @@ def _write_policy(path: Path, max_loss: float) -> None:
     """Adult's policy with absolute paths and a utility threshold on the total loss."""
     import yaml
 
-    from core.policy import load_policy
+    from privgate.core.policy import load_policy
 
     data = load_policy(REPO / "policies" / "adult.yaml").model_dump(mode="json")
     data["utility"] = {"clusters": [], "clustering": [], "thresholds": {"max_loss": max_loss}}
@@ -225,7 +226,7 @@ def _write_dp_policy(path: Path, output: Path, min_match_point: float) -> None:
     """Adult's DP policy with absolute paths, a clustering-agreement threshold, 4 rounds."""
     import yaml
 
-    from core.policy import load_policy
+    from privgate.core.policy import load_policy
 
     data = load_policy(REPO / "policies" / "adult-dp.yaml").model_dump(mode="json")
     data["differential_privacy"]["rounds"] = 4
@@ -240,7 +241,7 @@ def test_dp_run_failing_the_utility_check_is_retried_without_a_second_spend(
     """A DP run blocked by an unreachable utility threshold has already drawn (and paid for)
     its noise. After the fix, `prefect flow-run retry` publishes that same noise: the DP task
     is Cached, and the ledger holds one spend of epsilon = 0.5, not two."""
-    from core.dp.ledger import BudgetLedger, default_ledger_url
+    from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
 
     api = server["api"]
     output = tmp_path / "out"

@@ -15,16 +15,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core import stages
-from core.exceptions import (
+from privgate.core import stages
+from privgate.core.exceptions import (
     AnonymizationError,
     GateBlockedError,
     HierarchyError,
     SchemaValidationError,
 )
-from core.policy import ReleasePolicy, load_policy
-from flows.cli import main
-from validations.expectations import (
+from privgate.core.policy import ReleasePolicy, load_policy
+from privgate.flows.cli import main
+from privgate.validations.expectations import (
     InputContractError,
     ReleaseContractError,
     build_input_suite,
@@ -39,7 +39,7 @@ from validations.expectations import (
     validate_release_expectations,
     write_data_docs,
 )
-from validations.schema import HierarchyCoverageError, validate_input
+from privgate.validations.schema import HierarchyCoverageError, validate_input
 
 SharedData = Callable[[str], Path]
 REPO = Path(__file__).resolve().parents[2]
@@ -303,13 +303,13 @@ def test_release_suite_measures_classes_below_k_and_row_counts(tmp_path):
 
 
 def test_min_class_size_is_measured_by_great_expectations_not_by_the_gate(tmp_path, monkeypatch):
-    import core.gate
+    from privgate.core import gate as core_gate
 
     def no_gate(*args, **kwargs):
         raise AssertionError("the release suite must not call the gate's class statistics")
 
-    monkeypatch.setattr(core.gate, "class_stats_of", no_gate)
-    monkeypatch.setattr(core.gate, "verify_table", no_gate)
+    monkeypatch.setattr(core_gate, "class_stats_of", no_gate)
+    monkeypatch.setattr(core_gate, "verify_table", no_gate)
     path, manifest, _ = release_for(good_text(), tmp_path)
     summary = validate_release_expectations(path, POLICY, HIERARCHIES, manifest)
     assert checks(summary)["min_class_size"][0]["success"]
@@ -499,7 +499,7 @@ def test_validate_command_needs_no_prefect(tmp_path):
     spec["input"]["path"] = str(data)
     policy.write_text(json.dumps(spec))
     code = (
-        "import sys; from flows.cli import main; rc = main(['validate', sys.argv[1]]); "
+        "import sys; from privgate.flows.cli import main; rc = main(['validate', sys.argv[1]]); "
         "assert 'prefect' not in sys.modules, 'prefect was imported'; sys.exit(rc)"
     )
     env = {k: v for k, v in os.environ.items() if k != "GX_ANALYTICS_ENABLED"}

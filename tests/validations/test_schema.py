@@ -9,12 +9,12 @@ import pandas as pd
 import pandera.pandas as pa
 import pytest
 
-from core.exceptions import SchemaValidationError
-from core.hierarchy import Hierarchy
-from core.ingest import read_table
-from core.policy import ReleasePolicy, load_policy
-from core.stages import load_hierarchies
-from validations.schema import build_input_schema, validate_input
+from privgate.core.exceptions import SchemaValidationError
+from privgate.core.hierarchy import Hierarchy
+from privgate.core.ingest import read_table
+from privgate.core.policy import ReleasePolicy, load_policy
+from privgate.core.stages import load_hierarchies
+from privgate.validations.schema import build_input_schema, validate_input
 
 SharedData = Callable[[str], Path]
 REPO = Path(__file__).resolve().parents[2]

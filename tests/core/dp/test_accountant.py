@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from core.dp import Accountant, PrivacyParameterError, Spend, parallel, sequential
-from core.exceptions import BudgetExceededError, PolicyError, PrivgateError
+from privgate.core.dp import Accountant, PrivacyParameterError, Spend, parallel, sequential
+from privgate.core.exceptions import BudgetExceededError, PolicyError, PrivgateError
 
 
 def test_sequential_sums_epsilons_and_deltas() -> None:

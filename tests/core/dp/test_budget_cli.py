@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.dp.ledger import BudgetLedger, default_ledger_url
-from flows.cli import main
+from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
+from privgate.flows.cli import main
 
 
 @dataclass(frozen=True)

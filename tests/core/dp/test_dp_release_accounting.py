@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.dp import mechanisms
-from core.dp.gate import verify_dp_release
-from core.dp.ledger import BudgetLedger
-from core.dp.release import LedgerAccountant
-from core.exceptions import BudgetExceededError
+from privgate.core.dp import mechanisms
+from privgate.core.dp.gate import verify_dp_release
+from privgate.core.dp.ledger import BudgetLedger
+from privgate.core.dp.release import LedgerAccountant
+from privgate.core.exceptions import BudgetExceededError
 
 QIS = ["age", "sex"]
 

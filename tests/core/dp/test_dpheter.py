@@ -8,18 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.datasets import load_adult
-from core.dp import Accountant, Spend
-from core.dp.dpheter import (
+from privgate.core.datasets import load_adult
+from privgate.core.dp import Accountant, Spend
+from privgate.core.dp.dpheter import (
     DPHeterConfig,
     cluster_class_labels,
     cluster_release,
     dpheter_release,
 )
-from core.dp.heterogeneous import heterogeneous_adult
-from core.exceptions import BudgetExceededError, PolicyError
-from core.hierarchy import ARXHierarchy, taxonomy_hierarchy
-from core.utility import f_measure, match_point
+from privgate.core.dp.heterogeneous import heterogeneous_adult
+from privgate.core.exceptions import BudgetExceededError, PolicyError
+from privgate.core.hierarchy import ARXHierarchy, taxonomy_hierarchy
+from privgate.core.utility import f_measure, match_point
 
 HUGE = 1e7  # epsilon at which the exponential mechanism is an argmax and noise rounds to 0
 CATEGORICAL = ("workclass", "education", "marital-status", "race", "sex")

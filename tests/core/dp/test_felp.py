@@ -13,9 +13,13 @@ from scipy import stats
 from sklearn.model_selection import cross_val_score
 from sklearn.neighbors import KNeighborsClassifier
 
-from core.datasets import SOYBEAN_LARGE_COLUMNS, load_breast_cancer_wisconsin, load_soybean_large
-from core.dp import Accountant, PrivacyParameterError
-from core.dp.felp import (
+from privgate.core.datasets import (
+    SOYBEAN_LARGE_COLUMNS,
+    load_breast_cancer_wisconsin,
+    load_soybean_large,
+)
+from privgate.core.dp import Accountant, PrivacyParameterError
+from privgate.core.dp.felp import (
     FELP_MECHANISM,
     FELPParameterError,
     clip_to_unit_norm,
@@ -24,8 +28,8 @@ from core.dp.felp import (
     local_learning_weights,
     nearest_hit_miss_margins,
 )
-from core.dp.unhardened_noise import sample_unhardened_l2_laplace_vector
-from core.exceptions import BudgetExceededError, IngestError, PolicyError
+from privgate.core.dp.unhardened_noise import sample_unhardened_l2_laplace_vector
+from privgate.core.exceptions import BudgetExceededError, IngestError, PolicyError
 
 
 def _informative_data(

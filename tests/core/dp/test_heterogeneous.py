@@ -7,9 +7,9 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from core.datasets import load_adult
-from core.dp.heterogeneous import expand_set_valued, heterogeneous_adult, merge_set_valued
-from core.exceptions import SchemaValidationError
+from privgate.core.datasets import load_adult
+from privgate.core.dp.heterogeneous import expand_set_valued, heterogeneous_adult, merge_set_valued
+from privgate.core.exceptions import SchemaValidationError
 
 
 @pytest.fixture(scope="module")

@@ -15,21 +15,21 @@ from sqlalchemy import create_mock_engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.schema import CreateTable
 
-from core.dp import PrivacyParameterError, Spend
-from core.dp._ledger_schema import METADATA
-from core.dp.ledger import (
+from privgate.core.dp import PrivacyParameterError, Spend
+from privgate.core.dp._ledger_schema import METADATA
+from privgate.core.dp.ledger import (
     LEDGER_FILENAME,
     Account,
     BudgetLedger,
     _account_for_update,
     default_ledger_url,
 )
-from core.exceptions import BudgetExceededError, GateBlockedError, LedgerError
+from privgate.core.exceptions import BudgetExceededError, GateBlockedError, LedgerError
 
 
 @dataclass(frozen=True)
 class FakeSpend:
-    """A duck-typed spend: the ledger must not need :class:`core.dp.Spend` itself."""
+    """A duck-typed spend: the ledger must not need :class:`privgate.core.dp.Spend` itself."""
 
     mechanism: str
     epsilon: float

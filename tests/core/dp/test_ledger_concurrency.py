@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.dp.ledger import BudgetLedger, default_ledger_url
-from core.exceptions import BudgetExceededError
+from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
+from privgate.core.exceptions import BudgetExceededError
 
 #: Fresh interpreters, not forks: a fork of a test process that already runs Prefect's harness
 #: (threads, event loops, log handlers) inherits their half-held locks and can die on its own.

@@ -28,7 +28,7 @@ import math
 import numpy as np
 import pytest
 
-from core.dp import discrete_laplace_counts, exponential_select, laplace_values
+from privgate.core.dp import discrete_laplace_counts, exponential_select, laplace_values
 
 MIN_HITS = 2_000
 SIGMAS = 5.0

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from core.dp import (
+from privgate.core.dp import (
     Accountant,
     PrivacyParameterError,
     discrete_laplace_counts,
@@ -15,7 +15,7 @@ from core.dp import (
     gaussian_values,
     laplace_values,
 )
-from core.exceptions import BudgetExceededError
+from privgate.core.exceptions import BudgetExceededError
 
 #: Moment checks compare a sample statistic of n draws with its exact value; 5 standard errors
 #: make a false alarm a ~1e-6 event while a wrong scale (factor 2 in variance) is far outside.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from core.datasets import load_adult
-from core.hierarchy import ARXHierarchy
+from privgate.core.datasets import load_adult
+from privgate.core.hierarchy import ARXHierarchy
 
 #: The quasi-identifiers ARX ships hierarchies for, under their names in ``adult.data``.
 ADULT_QIS = [

@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 from sklearn.ensemble import RandomForestClassifier
 
-from core.exceptions import PolicyError, PrivgateError
-from core.ranking import (
+from privgate.core.exceptions import PolicyError, PrivgateError
+from privgate.core.ranking import (
     Ranking,
     drop_column_importance,
     oob_permutation_importance,
     ordinal_matrix,
     rank_attributes,
 )
-from core.ranking._permutation import _tree_drops
+from privgate.core.ranking._permutation import _tree_drops
 
 ADULT_QIS = [
     "age",

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from sklearn.cluster import KMeans
 
-from core.exceptions import PolicyError
-from core.ranking import approximation_degree_of, importance_tiers, rank_attributes
-from core.ranking._tiers import kmeans_1d
+from privgate.core.exceptions import PolicyError
+from privgate.core.ranking import approximation_degree_of, importance_tiers, rank_attributes
+from privgate.core.ranking._tiers import kmeans_1d
 
 
 @pytest.fixture(scope="module")

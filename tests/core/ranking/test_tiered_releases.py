@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from pycanon import anonymity
 
-from core.anonymize import OptimalLattice, apply_generalization
-from core.anonymize._tiered import TieredRelease, tiered_releases
-from core.encoding import encode_table
-from core.exceptions import AnonymizationError, PolicyError
-from core.privacy import KAnonymity
-from core.ranking import rank_attributes
+from privgate.core.anonymize import OptimalLattice, apply_generalization
+from privgate.core.anonymize._tiered import TieredRelease, tiered_releases
+from privgate.core.encoding import encode_table
+from privgate.core.exceptions import AnonymizationError, PolicyError
+from privgate.core.privacy import KAnonymity
+from privgate.core.ranking import rank_attributes
 
 #: pycanon groups by a one-element list, which pandas 3 warns about on every call.
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from core import stages
-from core.gate import verify_table
-from core.policy import load_policy
-from core.privacy import models_from_policy
-from core.utility import align_release, check_utility, measure_utility
-from validations.schema import validate_input
+from privgate.core import stages
+from privgate.core.gate import verify_table
+from privgate.core.policy import load_policy
+from privgate.core.privacy import models_from_policy
+from privgate.core.utility import align_release, check_utility, measure_utility
+from privgate.validations.schema import validate_input
 
 REPO = Path(__file__).resolve().parents[3]
 SEED = 4242
@@ -54,7 +54,7 @@ def _run(policy, frame, hierarchies):
 
 @pytest.fixture(scope="session")
 def adult_run(shared_data):
-    """Everything :func:`core.report.build_report` takes, for a published Adult release."""
+    """Everything :func:`privgate.core.report.build_report` takes, for a published Adult release."""
     shared_data("arx/adult.csv")
     policy = load_policy(REPO / "policies" / "adult.yaml").with_overrides(
         **{

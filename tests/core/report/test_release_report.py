@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from core.report import (
+from privgate.core.report import (
     SECTIONS,
     ReleaseReport,
     artifact_key,
@@ -102,8 +102,8 @@ def test_report_shows_the_numbers(published) -> None:
 
 
 def test_blocked_report_leads_with_the_reasons(adult_run, tmp_path) -> None:
-    from core.policy import UtilityThresholds
-    from core.utility import check_utility
+    from privgate.core.policy import UtilityThresholds
+    from privgate.core.utility import check_utility
 
     decision = check_utility(adult_run["utility"], UtilityThresholds(max_loss=0.01))
     report = build_report(status="blocked", **{**adult_run, "utility_decision": decision})

@@ -15,7 +15,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 import prefect  # noqa: E402,F401
 
-from core.report import build_report  # noqa: E402
+from privgate.core.report import build_report  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def test_report_task_writes_html_and_artifacts(harness, adult_run, tmp_path) -> 
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
     from prefect.utilities.asyncutils import run_coro_as_sync
 
-    from tasks.report import report_task
+    from privgate.tasks.report import report_task
 
     report = build_report(status="published", **adult_run)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.policy import load_policy
+from privgate.core.policy import load_policy
 
 ROOT = Path(__file__).resolve().parents[3]
 QIS = [

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from core import stages
-from core.exceptions import GateBlockedError
-from core.gate import verify_table
-from core.hierarchy import hierarchies_for, sensitive_hierarchies_for
-from core.privacy import KAnonymity, models_from_policy
-from core.scale import anonymize_dask, verify_parquet_release
+from privgate.core import stages
+from privgate.core.exceptions import GateBlockedError
+from privgate.core.gate import verify_table
+from privgate.core.hierarchy import hierarchies_for, sensitive_hierarchies_for
+from privgate.core.privacy import KAnonymity, models_from_policy
+from privgate.core.scale import anonymize_dask, verify_parquet_release
 
 distributed = pytest.importorskip("distributed")
 
@@ -104,7 +104,7 @@ def test_distributed_gate_blocks_what_the_gate_blocks(client, adult_policy, tmp_
 
 
 def test_blocked_release_is_not_published(client, adult_policy, tmp_path, monkeypatch):
-    import core.scale._pipeline as pipeline
+    import privgate.core.scale._pipeline as pipeline
 
     def strict_gate(staging, policy, input_rows):
         return verify_parquet_release(staging, policy.quasi_identifiers, [KAnonymity(k=10**6)])

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.encoding import encode_table
-from core.exceptions import HierarchyError
-from core.gate import class_stats_of
-from core.hierarchy import hierarchies_for
-from core.ingest import read_table
-from core.scale import (
+from privgate.core.encoding import encode_table
+from privgate.core.exceptions import HierarchyError
+from privgate.core.gate import class_stats_of
+from privgate.core.hierarchy import hierarchies_for
+from privgate.core.ingest import read_table
+from privgate.core.scale import (
     class_stats_from_histogram,
     frequency_set_from_histogram,
     merge_histograms,

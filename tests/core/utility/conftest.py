@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core import stages
-from core.policy import ReleasePolicy, load_policy
-from core.utility import align_release
-from validations.schema import validate_input
+from privgate.core import stages
+from privgate.core.policy import ReleasePolicy, load_policy
+from privgate.core.utility import align_release
+from privgate.validations.schema import validate_input
 
 REPO = Path(__file__).resolve().parents[3]
 ADULT_POLICY = REPO / "policies" / "adult.yaml"

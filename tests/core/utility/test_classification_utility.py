@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.utility import classification_utility, describe_domains
+from privgate.core.utility import classification_utility, describe_domains
 
 FAST = {"cv": 3, "sample_size": 1500, "seed": 0}
 

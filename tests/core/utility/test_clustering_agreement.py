@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.utility import (
+from privgate.core.utility import (
     cluster_labels,
     clustering_utility,
     describe_domains,

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.exceptions import HierarchyError
-from core.hierarchy import ARXHierarchy, taxonomy_hierarchy
-from core.utility import describe_domains, encode_features, factorize_labels
+from privgate.core.exceptions import HierarchyError
+from privgate.core.hierarchy import ARXHierarchy, taxonomy_hierarchy
+from privgate.core.utility import describe_domains, encode_features, factorize_labels
 
 CITY = taxonomy_hierarchy("city", {"East": ["Boston", "NYC", "DC"], "West": ["LA", "SF"]})
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from core import stages
-from core.exceptions import PolicyError
-from core.policy import UtilityThresholds
-from core.publish import discard
-from core.report import blocked_report_path, build_report, write_report
-from core.utility import check_utility, measure_utility
+from privgate.core import stages
+from privgate.core.exceptions import PolicyError
+from privgate.core.policy import UtilityThresholds
+from privgate.core.publish import discard
+from privgate.core.report import blocked_report_path, build_report, write_report
+from privgate.core.utility import check_utility, measure_utility
 
 ADULT_UTILITY = {
     "target": "salary-class",

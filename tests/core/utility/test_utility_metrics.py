@@ -12,10 +12,10 @@ import math
 import pandas as pd
 import pytest
 
-from core import stages
-from core.hierarchy import hierarchies_for
-from core.policy import ReleasePolicy
-from core.utility import (
+from privgate.core import stages
+from privgate.core.hierarchy import hierarchies_for
+from privgate.core.policy import ReleasePolicy
+from privgate.core.utility import (
     align_release,
     describe_domains,
     measure_utility,
