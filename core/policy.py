@@ -391,6 +391,10 @@ class UtilityThresholds(_Strict):
     min_f_measure: float | None = Field(default=None, ge=0, le=1)
     min_match_point: float | None = Field(default=None, ge=0, le=1)
     max_total_variation: float | None = Field(default=None, ge=0, le=1)
+    #: DP releases only: the expected absolute noise of all released counts over their noisy
+    #: total, at most this. Computed from the DP output and public parameters alone, so it may
+    #: decide publication (see docs/PRIVACY.md).
+    max_relative_noise: float | None = Field(default=None, gt=0)
 
 
 ClassifierName = Literal["svm", "random_forest", "logistic_regression"]
@@ -483,13 +487,16 @@ class DifferentialPrivacySpec(_Strict):
     """A differentially private release instead of a k-anonymous one.
 
     ``method: dpheter`` is differentially private top-down specialization (DiffGen/DPHeter):
-    ``rounds`` specializations chosen by the exponential mechanism, then Laplace-noised counts
+    ``rounds`` specializations chosen by the exponential mechanism, then discrete-Laplace counts
     of the leaf partitions; ``count_share`` of ``epsilon`` pays for the counts, the rest for the
-    selections. The class attribute scoring the specializations is ``class_column``, or, for a
-    clustering-oriented release, the cluster label of ``clusters`` clusters (``clustering``)
-    the data owner computes on the original data. Every run's spend is charged to the dataset's
-    lifetime ``budget`` in the ledger at ``ledger`` (any SQLAlchemy URL; default: a SQLite file
-    next to the releases); the gate blocks a release that would overspend.
+    selections. Specializations are scored against ``class_column``, a column whose classes the
+    policy declares (``categories``). Everything the release's shape depends on is declared in
+    the policy, never read from the data: each categorical quasi-identifier's domain (its
+    hierarchy's values, or ``categories``), each numeric quasi-identifier's ``minimum`` and
+    ``maximum``, and the classes. Records outside a declared domain are excluded and numeric
+    values clamped to their bounds (docs/PRIVACY.md). Every release reserves ``epsilon`` from
+    the dataset's lifetime ``budget`` in the ε ledger (``PRIVGATE_LEDGER_URL``, default a file in
+    the privgate data directory) before it draws any noise.
     """
 
     method: Literal["dpheter"] = "dpheter"
@@ -497,22 +504,33 @@ class DifferentialPrivacySpec(_Strict):
     rounds: int = Field(default=8, ge=0, le=200)
     count_share: float = Field(default=0.5, gt=0, lt=1)
     #: how candidate specializations are scored: DiffGen's information gain (sensitivity
-    #: log2 of the number of classes) or its Max score (sensitivity 1), which keeps more
+    #: log2 of the number of declared classes) or its Max score (sensitivity 1), which keeps more
     #: utility at small epsilon (see the DPHeter section of benchmarks/BENCHMARKS.md)
     score: Literal["info_gain", "max"] = "info_gain"
-    class_column: str | None = None
-    clusters: int | None = Field(default=None, ge=2, le=50)
-    clustering: ClusteringName = "kmeans"
+    class_column: str
     budget: DPBudgetSpec
-    ledger: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_settings(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if "clusters" in data or "clustering" in data:
+                raise ValueError(
+                    "differential_privacy.clusters: scoring specializations by the data owner's "
+                    "clustering of the private table is not differentially private (one added "
+                    "record can relabel many others, so the score's sensitivity does not hold); "
+                    "score by a declared class column instead (class_column, with categories)"
+                )
+            if "ledger" in data:
+                raise ValueError(
+                    "differential_privacy.ledger: the ε ledger is the data owner's setting, not "
+                    "the policy's (a copied policy could point a release at an empty ledger); "
+                    "set the environment variable PRIVGATE_LEDGER_URL instead"
+                )
+        return data
 
     @model_validator(mode="after")
-    def _one_class_source(self) -> DifferentialPrivacySpec:
-        if (self.class_column is None) == (self.clusters is None):
-            raise ValueError(
-                "set exactly one of 'class_column' (a column to score specializations by) and "
-                "'clusters' (score by the data owner's clustering of the original data)"
-            )
+    def _fits_budget(self) -> DifferentialPrivacySpec:
         if self.epsilon > self.budget.epsilon:
             raise ValueError(
                 f"epsilon = {self.epsilon} is larger than the lifetime budget.epsilon = "
@@ -632,19 +650,14 @@ class ReleasePolicy(_Strict):
             unsupported = [
                 key
                 for key, value in thresholds.model_dump().items()
-                if value is not None and key not in ("min_f_measure", "min_match_point")
+                if value is not None and key != "max_relative_noise"
             ]
             if unsupported:
                 raise ValueError(
                     f"utility.thresholds: {unsupported} do not apply to a differentially "
-                    "private release; it is checked by min_f_measure and min_match_point "
-                    "(clustering agreement)"
-                )
-            measured = (thresholds.min_f_measure, thresholds.min_match_point)
-            if any(v is not None for v in measured) and dp.clusters is None:
-                raise ValueError(
-                    "utility.thresholds: min_f_measure and min_match_point of a DP release need "
-                    "differential_privacy.clusters (the owner's clustering to compare with)"
+                    "private release: they compare the release with the private table, and "
+                    "publication must not depend on private data except through noise; use "
+                    "max_relative_noise (computed from the DP output alone)"
                 )
         for name in self.quasi_identifiers:
             spec = self.columns[name]
@@ -655,15 +668,33 @@ class ReleasePolicy(_Strict):
                     "of every numeric quasi-identifier; declare 'minimum' and 'maximum' (never "
                     "taken from the data, which would leak it)"
                 )
-        if dp.class_column is not None:
-            if dp.class_column not in self.columns:
+            kind = getattr(spec.hierarchy, "kind", None)
+            if not numeric and kind not in ("arx", "taxonomy") and spec.categories is None:
                 raise ValueError(
-                    f"differential_privacy.class_column: unknown column {dp.class_column!r}"
+                    f"columns.{name}: a differentially private release needs the whole domain "
+                    f"of every categorical quasi-identifier; a {kind!r} hierarchy does not list "
+                    "it, so declare the column's 'categories' (never taken from the data)"
                 )
-            if self.columns[dp.class_column].role is Role.IDENTIFIER:
-                raise ValueError(
-                    f"differential_privacy.class_column: {dp.class_column!r} is an identifier"
-                )
+        if dp.class_column not in self.columns:
+            raise ValueError(
+                f"differential_privacy.class_column: unknown column {dp.class_column!r}"
+            )
+        spec = self.columns[dp.class_column]
+        if spec.role is Role.IDENTIFIER:
+            raise ValueError(
+                f"differential_privacy.class_column: {dp.class_column!r} is an identifier"
+            )
+        if dp.class_column in self.quasi_identifiers:
+            raise ValueError(
+                f"differential_privacy.class_column: {dp.class_column!r} is a quasi-identifier; "
+                "the class scores the specializations and is not released"
+            )
+        if spec.categories is None or len(set(spec.categories)) < 2:
+            raise ValueError(
+                f"columns.{dp.class_column}: the class column of a differentially private "
+                "release needs its classes declared ('categories', at least two): the score's "
+                "sensitivity is computed from them, never from the classes in the data"
+            )
 
     # Derived views, so callers never filter ``columns`` by role themselves.
     def _by_role(self, role: Role) -> list[str]:

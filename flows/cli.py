@@ -80,10 +80,14 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
     )
     gate = outcome["gate"]
     m = gate["measurements"]
+    if outcome.get("dry_run") and "differential_privacy" in outcome:
+        print(outcome["message"])
+        return 0
     if "differential_privacy" in outcome:
+        remaining = (m.get("remaining_exact") or [m["remaining_epsilon"]])[0]
         print(
-            f"gate: PASSED ({m['rows']} partitions; spent epsilon {m['run_epsilon']:g}, "
-            f"{m['remaining_epsilon']:g} of {m['budget_epsilon']:g} left)"
+            f"gate: PASSED ({m['rows']} partitions; the release's draws compose to epsilon "
+            f"{m['release_epsilon']:g}; {remaining} of {m['budget_epsilon']:g} left)"
         )
     else:
         print(
@@ -204,26 +208,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
-    from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
+    from privgate.core.dp.ledger import BudgetLedger, configured_ledger_url, ledger_exists
 
-    if args.ledger:
-        url = args.ledger
-    elif args.policy:
-        from privgate.core.dp.release import ledger_url_for
-        from privgate.core.policy import load_policy
-
-        policy = load_policy(args.policy)
-        if not policy.is_differentially_private:
-            raise PrivgateError(f"{args.policy}: not a differential_privacy policy; no ledger")
-        url = ledger_url_for(policy)
-    else:
-        url = default_ledger_url(Path(args.output or "releases").resolve())
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+    url = args.ledger or configured_ledger_url()
+    if not ledger_exists(url):
         raise PrivgateError(
-            f"no privacy ledger at {url.removeprefix('sqlite:///')}: no DP release has been "
-            "charged there (give --output, --policy or --ledger)"
+            f"no privacy ledger at {url} yet: no DP release has been charged there (the "
+            "ledger is PRIVGATE_LEDGER_URL, or a file in the privgate data directory)"
         )
-    account = BudgetLedger(url).account(args.dataset)
+    with BudgetLedger(url) as ledger:
+        if args.set_epsilon is not None:
+            if not args.reason:
+                raise PrivgateError("--set-epsilon needs --reason: a budget change is recorded")
+            delta = args.set_delta
+            if delta is None:
+                delta = ledger.account(args.dataset).budget_delta
+            account = ledger.set_budget(args.dataset, args.set_epsilon, delta, args.reason)
+        else:
+            account = ledger.account(args.dataset)
     if args.json:
         print(json.dumps(account.to_dict(), indent=2, default=str))
     else:
@@ -348,13 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
         "budget", help="show a dataset's lifetime privacy budget, its spends and releases"
     )
     budget.add_argument("dataset", help="dataset name, as in the policy's 'dataset'")
-    where = budget.add_mutually_exclusive_group()
-    where.add_argument("--ledger", help="ledger URL (any SQLAlchemy URL)")
-    where.add_argument("--policy", help="a DP policy: use the ledger it charges")
-    where.add_argument(
-        "--output",
-        help="release folder whose privacy-ledger.sqlite to read (default: ./releases)",
+    budget.add_argument(
+        "--ledger", help="ledger URL (default: PRIVGATE_LEDGER_URL or the privgate data directory)"
     )
+    budget.add_argument(
+        "--set-epsilon", type=_positive_float, help="change the lifetime epsilon (needs --reason)"
+    )
+    budget.add_argument("--set-delta", type=_fraction, help="change the lifetime delta")
+    budget.add_argument("--reason", help="why the budget changes (recorded in the ledger)")
     budget.add_argument("--json", action="store_true", help="print the account as JSON")
     budget.set_defaults(func=cmd_budget)
     return parser

@@ -23,7 +23,12 @@ from privgate.core.exceptions import HierarchyError, SchemaValidationError
 from privgate.core.hierarchy import ARXHierarchy, Hierarchy, MaskingHierarchy, value_key
 from privgate.core.policy import ColumnSpec, ColumnType, ReleasePolicy
 
-__all__ = ["HierarchyCoverageError", "build_input_schema", "validate_input"]
+__all__ = [
+    "HierarchyCoverageError",
+    "build_input_schema",
+    "validate_columns",
+    "validate_input",
+]
 
 
 class HierarchyCoverageError(SchemaValidationError, HierarchyError):
@@ -170,6 +175,36 @@ def _describe(failures: pd.DataFrame, n_rows: int | None = None) -> str:
     if more > 0:
         parts.append(f"... and {more} more")
     return "; ".join(parts)
+
+
+def validate_columns(df: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """Check only the table's structure: exactly the declared columns, returned in policy order.
+
+    The input check of a differentially private release. Its values are not judged one by one:
+    a run that stops because one record holds an unexpected value would make publication an
+    exact function of the private data. The DP stage applies the declared-domain rule instead
+    (records outside a declared domain are excluded, numbers clamped; see docs/PRIVACY.md), and
+    the counts go to the data owner's log. The column names are the policy's, hence public.
+
+    Raises
+    ------
+    SchemaValidationError
+        Naming every missing and every undeclared column.
+    """
+    declared = list(policy.columns)
+    missing = [c for c in declared if c not in df.columns]
+    undeclared = [str(c) for c in df.columns if c not in policy.columns]
+    problems = []
+    if missing:
+        problems.append(f"declared column(s) missing from the input: {missing}")
+    if undeclared:
+        problems.append(
+            f"undeclared column(s) in the input: {undeclared} (declare every column in the "
+            "policy; an unreviewed column may be an identifier)"
+        )
+    if problems:
+        raise SchemaValidationError("input does not match the policy: " + "; ".join(problems))
+    return df[declared]
 
 
 def validate_input(

@@ -15,7 +15,7 @@ Composition rules (neighbouring datasets differ by adding or removing one record
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -217,6 +217,17 @@ class Charger(Protocol):
     def charge(self, spend: Spend) -> None:
         """Record ``spend`` or raise :class:`~privgate.core.exceptions.BudgetExceededError`."""
 
+    def draw(self, spend: Spend, sample: Callable[[], Any], codec: Codec) -> Any:
+        """Check ``spend`` against the cap, obtain the noisy value, record the spend."""
+
+
+class Codec(Protocol):
+    """How a drawn value is written to (and read back from) a draw journal as JSON text."""
+
+    def encode(self, value: Any) -> str: ...
+
+    def decode(self, text: str) -> Any: ...
+
 
 class Accountant:
     """Composes every spend of a release and enforces an optional (epsilon, delta) cap.
@@ -252,6 +263,7 @@ class Accountant:
             )
         self._budget: tuple[float, float] | None = budget
         self._entries: list[Spend] = []
+        self._groups = 0
 
     @property
     def budget(self) -> tuple[float, float] | None:
@@ -303,6 +315,29 @@ class Accountant:
                 f"(epsilon={remaining[0]:g}, delta={remaining[1]:g})",
                 remaining=remaining,
             )
+
+    def draw(self, spend: Spend, sample: Callable[[], Any], codec: Codec) -> Any:
+        """Pay for one noise draw and return its value: the one way mechanisms draw.
+
+        The spend is checked against the cap *before* anything is sampled (a draw over the
+        cap raises and samples nothing), then :meth:`_sample` obtains the value and the spend
+        is recorded. A journaled accountant (:class:`~privgate.core.dp.journal.
+        JournaledAccountant`) overrides :meth:`_sample` to persist every draw before it is
+        used and to replay persisted draws instead of drawing again.
+        """
+        label = f"{spend.mechanism} for {spend.step!r}" if spend.step else spend.mechanism
+        self.check_affordable(spend.epsilon, spend.delta, what=label)
+        value = self._sample(spend, sample, codec, group="")
+        self._entries.append(spend)
+        return value
+
+    def _sample(self, spend: Spend, sample: Callable[[], Any], codec: Codec, group: str) -> Any:
+        """Obtain the value of one paid-for draw (here: draw it)."""
+        return sample()
+
+    def _next_group(self) -> str:
+        self._groups += 1
+        return f"group-{self._groups}"
 
     def charge(self, spend: Spend) -> None:
         """Record ``spend`` by sequential composition.
@@ -362,7 +397,7 @@ class Accountant:
         >>> acc.total
         (0.5, 0.0)
         """
-        group = ParallelGroup(self)
+        group = ParallelGroup(self, self._next_group())
         try:
             yield group
         finally:
@@ -390,8 +425,9 @@ class Accountant:
 class ParallelGroup:
     """Spends on disjoint partitions, collected by :meth:`Accountant.parallel_group`."""
 
-    def __init__(self, accountant: Accountant) -> None:
+    def __init__(self, accountant: Accountant, group_id: str = "") -> None:
         self._accountant = accountant
+        self._group_id = group_id
         self._spends: list[Spend] = []
 
     @property
@@ -409,10 +445,26 @@ class ParallelGroup:
         """
         if not isinstance(spend, Spend):
             raise TypeError(f"charge() needs a Spend; got {type(spend).__name__}")
+        self._check(spend)
+        self._spends.append(spend)
+
+    def draw(self, spend: Spend, sample: Callable[[], Any], codec: Codec) -> Any:
+        """Pay for one draw on this group's partition (checked before sampling) and return it.
+
+        The draw goes through the accountant's :meth:`Accountant._sample`, so a journaled
+        accountant persists it (marked with this group) before it is used.
+        """
+        if not isinstance(spend, Spend):
+            raise TypeError(f"draw() needs a Spend; got {type(spend).__name__}")
+        self._check(spend)
+        value = self._accountant._sample(spend, sample, codec, group=self._group_id)
+        self._spends.append(spend)
+        return value
+
+    def _check(self, spend: Spend) -> None:
         epsilon, delta = parallel([*self._spends, spend])
         label = f"parallel group with {spend.mechanism}"
         self._accountant.check_affordable(epsilon, delta, what=label)
-        self._spends.append(spend)
 
 
 def _parallel_spend(parts: tuple[Spend, ...], step: str) -> Spend:

@@ -182,11 +182,9 @@ class CategoricalDimension(Dimension):
         classes: np.ndarray,
         n_classes: int,
         score: str,
-        public_domain: bool,
     ) -> None:
         super().__init__(name, classes, n_classes, score)
         self.taxonomy = taxonomy
-        self.public_domain = public_domain
         n_leaves = len(taxonomy.leaves)
         self.leaves = leaves
         self.leaf_class = np.bincount(
@@ -236,7 +234,7 @@ class CategoricalDimension(Dimension):
         return [self.taxonomy.labels[node] for node in self.order]
 
     def cut(self) -> dict:
-        return {"kind": self.kind, "values": self.labels(), "public_domain": self.public_domain}
+        return {"kind": self.kind, "values": self.labels()}
 
     def router(self) -> CategoricalRouter:
         lookup = self._position_lookup(len(self.taxonomy.labels))
@@ -279,11 +277,9 @@ class NumericDimension(Dimension):
         classes: np.ndarray,
         n_classes: int,
         score: str,
-        bounds_source: str,
     ) -> None:
         super().__init__(name, classes, n_classes, score)
         self.grid = grid
-        self.bounds_source = bounds_source
         self.cells = cells
         n_cells = grid.n_cells
         self.cell_class = np.bincount(
@@ -368,7 +364,6 @@ class NumericDimension(Dimension):
             "values": self.labels(),
             "intervals": [list(self.grid.bounds(*self.intervals[e])) for e in self.order],
             "bounds": list(self.grid.bounds(0, self.grid.n_cells)),
-            "bounds_source": self.bounds_source,
             "grid_cells": self.grid.n_cells,
         }
 

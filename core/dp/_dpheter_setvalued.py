@@ -114,12 +114,10 @@ class SetValuedDimension(Dimension):
         classes: np.ndarray,
         n_classes: int,
         score: str,
-        public_domain: bool,
         max_set_children: int,
     ) -> None:
         super().__init__(name, classes, n_classes, score)
         self.taxonomy = taxonomy
-        self.public_domain = public_domain
         self.covered = covered
         self.max_set_children = max_set_children
         self.nodes: list[frozenset[int]] = [frozenset({0})]
@@ -216,7 +214,6 @@ class SetValuedDimension(Dimension):
             "values": [sorted(label) for label in self.labels()],
             "residual": [e in self.terminal for e in self.order],
             "pruned_children": self.pruned,
-            "public_domain": self.public_domain,
         }
 
     def router(self) -> SetValuedRouter:

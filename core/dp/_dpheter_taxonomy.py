@@ -51,24 +51,31 @@ class Taxonomy:
 
     @classmethod
     def from_hierarchy(
-        cls, hierarchy: Hierarchy, observed: Sequence[object] = ()
-    ) -> tuple[Taxonomy, bool]:
-        """Build the tree of ``hierarchy``; return it and whether its domain is public.
+        cls, hierarchy: Hierarchy, declared: Sequence[object] | None = None
+    ) -> Taxonomy:
+        """Build the tree of ``hierarchy`` over its *declared* domain.
 
-        An :class:`~core.hierarchy.ARXHierarchy` lists its whole domain, which is then the set
-        of leaves. Other hierarchies can only generalize values they are given, so the leaves
-        are ``observed`` (the data's distinct values) and the domain is *not* public; the caller
-        records that.
+        An :class:`~core.hierarchy.ARXHierarchy` (an ARX file or an inline taxonomy) lists its
+        whole domain, which is then the set of leaves. Other hierarchies (masking) only
+        generalize the values they are given, so the policy must declare the domain
+        (``declared``, e.g. a column's ``categories``). The values present in the data are
+        never used: which leaves and candidate specializations exist must not depend on the
+        private records (one added record with a new value would otherwise show in the cuts).
 
         Raises
         ------
         HierarchyError
-            If the levels do not form a tree (a label with two parents) or two nodes share a
-            label.
+            If neither the hierarchy nor ``declared`` gives a domain, the levels do not form a
+            tree (a label with two parents), or two nodes share a label.
         """
         domain = getattr(hierarchy, "domain", None)
-        public = domain is not None
-        values = list(domain) if public else sorted({value_key(v) for v in observed})
+        if domain is None and declared is None:
+            raise HierarchyError(
+                f"column {hierarchy.column!r}: a differentially private release needs the "
+                "column's whole domain declared (an ARX or taxonomy hierarchy, or the column's "
+                "'categories'); it is never taken from the data"
+            )
+        values = list(domain) if domain is not None else [value_key(v) for v in declared]
         if not values:
             raise HierarchyError(f"column {hierarchy.column!r}: the hierarchy has no values")
         table = hierarchy.generalize(values)
@@ -129,16 +136,13 @@ class Taxonomy:
         for node in reversed(range(len(order))):
             for child in child_ids[node]:
                 under[node].extend(under[child])
-        return (
-            cls(
-                column=column,
-                labels=labels,
-                children=tuple(child_ids),
-                leaves=tuple(values),
-                leaf_node=leaf_node,
-                node_leaves=tuple(np.array(sorted(u), dtype=np.int64) for u in under),
-            ),
-            public,
+        return cls(
+            column=column,
+            labels=labels,
+            children=tuple(child_ids),
+            leaves=tuple(values),
+            leaf_node=leaf_node,
+            node_leaves=tuple(np.array(sorted(u), dtype=np.int64) for u in under),
         )
 
     def leaf_codes(self, values: Sequence[object]) -> np.ndarray:

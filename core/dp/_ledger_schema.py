@@ -18,6 +18,13 @@ Tables
 ``privgate_ledger_publications``
     Publish and withdraw events of releases; the latest event of a release says whether (and
     where) it is published.
+``privgate_ledger_draws``
+    The draw journal: one row per attempt at one noise draw of a release (its sequence number,
+    step, mechanism and cost), inserted *before* the noise is drawn and completed with the
+    drawn value (a differentially private output, never private data) right after. A retry
+    replays completed draws instead of drawing again; an attempt left without a value was lost
+    in a crash and is charged to the account as such (see :mod:`privgate.core.dp.journal`).
+    Completing an attempt is the one update this table sees.
 """
 
 from __future__ import annotations
@@ -32,9 +39,10 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
-__all__ = ["METADATA", "accounts", "budget_changes", "entries", "publications"]
+__all__ = ["METADATA", "accounts", "budget_changes", "draws", "entries", "publications"]
 
 #: Every ledger table; ``METADATA.create_all`` creates the missing ones.
 METADATA = MetaData()
@@ -93,5 +101,28 @@ publications = Table(
     Column("run_id", String(_IDENTIFIER), nullable=False),
     Column("recorded_at", DateTime(timezone=True), nullable=False),
     Index("ix_privgate_ledger_publications_dataset_release", "dataset", "release_id"),
+    sqlite_autoincrement=True,
+)
+
+draws = Table(
+    "privgate_ledger_draws",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("dataset", String(_DATASET), ForeignKey(accounts.c.dataset), nullable=False),
+    Column("release_id", String(_IDENTIFIER), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("run_id", String(_IDENTIFIER), nullable=False),
+    Column("step", Text, nullable=False),
+    Column("mechanism", String(_IDENTIFIER), nullable=False),
+    Column("epsilon", Text, nullable=False),
+    Column("delta", Text, nullable=False),
+    #: Draws of one parallel group (disjoint partitions) share it; "" for a sequential draw.
+    Column("parallel_group", String(_IDENTIFIER), nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("completed_at", DateTime(timezone=True), nullable=True),
+    #: The drawn value as JSON; NULL while the draw is in flight (or was lost).
+    Column("value", Text, nullable=True),
+    UniqueConstraint("dataset", "release_id", "seq", "attempt"),
     sqlite_autoincrement=True,
 )

@@ -74,7 +74,7 @@ from privgate.core.dp._dpheter_setvalued import SetValuedDimension, covered_node
 from privgate.core.dp._dpheter_taxonomy import NumericGrid, Taxonomy
 from privgate.core.dp.mechanisms import discrete_laplace_counts, exponential_select
 from privgate.core.exceptions import PolicyError, SchemaValidationError
-from privgate.core.hierarchy import Hierarchy
+from privgate.core.hierarchy import Hierarchy, value_key
 
 __all__ = [
     "DPHeterConfig",
@@ -262,12 +262,14 @@ def dpheter_release(
     frame: pd.DataFrame,
     *,
     class_column: str,
+    class_domain: Sequence[object],
     categorical: Mapping[str, Hierarchy],
     numeric: Sequence[str],
+    numeric_bounds: Mapping[str, tuple[float, float]],
     set_valued: Mapping[str, Hierarchy] | None = None,
+    domains: Mapping[str, Sequence[object]] | None = None,
     config: DPHeterConfig,
     accountant: Accountant | None = None,
-    numeric_bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> DPHeterResult:
     """Release ``frame`` as an epsilon-DP generalized table with noisy counts (DPHeter).
 
@@ -276,23 +278,29 @@ def dpheter_release(
     frame : DataFrame
         The (heterogeneous) records; one record per row, no missing values in the used columns.
     class_column : str
-        The class attribute scored by information gain (cluster labels for a clustering
-        release, see :func:`cluster_class_labels`); used for scoring only, not released.
+        The class attribute the specializations are scored by (used for scoring only, not
+        released). Each record's own value, so one added record moves a score by at most the
+        score's sensitivity.
+    class_domain : sequence
+        The declared classes (at least two). The score's sensitivity (``log2 |classes|`` for
+        information gain) is computed from this public list, never from the classes observed.
     categorical : mapping of str to Hierarchy
         Categorical attributes with their taxonomies.
     numeric : sequence of str
         Numeric attributes.
+    numeric_bounds : mapping of str to (float, float)
+        The public ``(low, high)`` of every numeric attribute (DiffGen assumes numeric domains
+        are public). Values outside are clamped to the bounds, record by record (a
+        data-independent rule: a neighbouring table still differs in one record).
     set_valued : mapping of str to Hierarchy, optional
         Set-valued attributes (cells are sets of leaf values) with their item taxonomies.
+    domains : mapping of str to sequence, optional
+        Declared domains of categorical or set-valued attributes whose hierarchy does not list
+        its domain (masking). An attribute with neither is refused.
     config : DPHeterConfig
     accountant : Accountant, optional
         Charged with every step (a new uncapped one if None). Its cap is checked for the whole
         ``epsilon`` before anything is drawn.
-    numeric_bounds : mapping of str to (float, float), optional
-        Public ``(low, high)`` of numeric attributes. DiffGen assumes numeric domains are public;
-        an attribute without declared bounds takes its observed min and max, which is **not**
-        private (``cuts[name]["bounds_source"]`` says ``"data"``) and should be declared for a
-        real release.
 
     Returns
     -------
@@ -301,44 +309,42 @@ def dpheter_release(
     Raises
     ------
     PolicyError
-        Unknown or overlapping columns, fewer than two classes, or no attribute to release.
+        Unknown or overlapping columns, fewer than two declared classes, a numeric attribute
+        without bounds, or no attribute to release.
     SchemaValidationError
-        A used column has missing values or a set-valued cell is empty.
+        A used column has missing values, a class outside ``class_domain``, or a set-valued
+        cell is empty (the pipeline applies its declared-domain rule before calling this).
     HierarchyError
-        A value is not covered by its hierarchy, or a hierarchy is not a tree.
+        A value is outside its declared domain, a domain is not declared, or a hierarchy is
+        not a tree.
     BudgetExceededError
         The accountant's cap cannot pay ``epsilon``; nothing is drawn.
 
     Examples
     --------
-    >>> from core.hierarchy import taxonomy_hierarchy
+    >>> from privgate.core.hierarchy import taxonomy_hierarchy
     >>> df = pd.DataFrame({"sex": ["M", "F"] * 50, "age": list(range(20, 70)) * 2,
     ...                    "cls": [0, 1] * 50})
     >>> sex = taxonomy_hierarchy("sex", {"M": ["M"], "F": ["F"]})
-    >>> result = dpheter_release(df, class_column="cls", categorical={"sex": sex},
-    ...                          numeric=["age"], config=DPHeterConfig(epsilon=1.0, rounds=2))
+    >>> result = dpheter_release(df, class_column="cls", class_domain=[0, 1],
+    ...                          categorical={"sex": sex}, numeric=["age"],
+    ...                          numeric_bounds={"age": (0, 100)},
+    ...                          config=DPHeterConfig(epsilon=1.0, rounds=2))
     >>> round(result.accountant.total[0], 9)
     1.0
     """
     started = time.perf_counter()
     set_valued = dict(set_valued or {})
     numeric = list(numeric)
-    bounds = dict(numeric_bounds or {})
+    bounds = dict(numeric_bounds)
     _check_columns(frame, class_column, categorical, numeric, set_valued, bounds)
     accountant = accountant if accountant is not None else Accountant()
     accountant.check_affordable(config.epsilon, 0.0, what="DPHeter release")
     start_epsilon = accountant.total[0]
 
-    class_codes, class_values = pd.factorize(frame[class_column], sort=True)
-    n_classes = len(class_values)
-    if n_classes < 2:
-        raise PolicyError(
-            f"class column {class_column!r} holds {n_classes} class(es); information gain needs "
-            "at least 2"
-        )
-    classes = class_codes.astype(np.int64)
+    classes, n_classes = _class_codes(frame[class_column], class_domain, class_column)
     dimensions = _dimensions(
-        frame, classes, n_classes, categorical, numeric, set_valued, bounds, config
+        frame, classes, n_classes, categorical, numeric, set_valued, bounds, domains, config
     )
 
     h = config.rounds
@@ -475,6 +481,12 @@ def _check_columns(
     stray = sorted(set(bounds) - set(numeric))
     if stray:
         raise PolicyError(f"numeric_bounds names column(s) {stray} that are not numeric")
+    unbounded = [name for name in numeric if name not in bounds]
+    if unbounded:
+        raise PolicyError(
+            f"numeric attribute(s) {unbounded} have no declared bounds: a differentially "
+            "private release never takes a range from the data"
+        )
     for name in [class_column, *categorical, *numeric]:
         missing = int(frame[name].isna().sum())
         if missing:
@@ -485,6 +497,28 @@ def _check_columns(
         raise SchemaValidationError("dpheter_release: the table has no records")
 
 
+def _class_codes(
+    column: pd.Series, class_domain: Sequence[object], name: str
+) -> tuple[np.ndarray, int]:
+    """Each record's class as its position in the declared class domain."""
+    domain = [value_key(v) for v in class_domain]
+    if len(set(domain)) != len(domain):
+        raise PolicyError(f"class domain of {name!r} lists a class twice: {domain}")
+    if len(domain) < 2:
+        raise PolicyError(
+            f"class column {name!r} declares {len(domain)} class(es); scoring needs at least 2"
+        )
+    lookup = {value: i for i, value in enumerate(domain)}
+    keys = [value_key(v) for v in column.tolist()]
+    outside = sum(1 for k in keys if k not in lookup)
+    if outside:
+        raise SchemaValidationError(
+            f"class column {name!r}: {outside} record(s) hold a class outside its declared "
+            "domain (apply the declared-domain rule first)"
+        )
+    return np.fromiter((lookup[k] for k in keys), dtype=np.int64, count=len(keys)), len(domain)
+
+
 def _dimensions(
     frame: pd.DataFrame,
     classes: np.ndarray,
@@ -493,14 +527,16 @@ def _dimensions(
     numeric: Sequence[str],
     set_valued: Mapping[str, Hierarchy],
     bounds: Mapping[str, tuple[float, float]],
+    domains: Mapping[str, Sequence[object]] | None,
     config: DPHeterConfig,
 ) -> list[Dimension]:
+    declared = dict(domains or {})
     dimensions: list[Dimension] = []
     for name, hierarchy in categorical.items():
-        taxonomy, public = Taxonomy.from_hierarchy(hierarchy, frame[name].unique().tolist())
+        taxonomy = Taxonomy.from_hierarchy(hierarchy, declared.get(name))
         leaves = taxonomy.leaf_codes(frame[name].tolist())
         dimensions.append(
-            CategoricalDimension(name, taxonomy, leaves, classes, n_classes, config.score, public)
+            CategoricalDimension(name, taxonomy, leaves, classes, n_classes, config.score)
         )
     for name in numeric:
         column = frame[name]
@@ -508,24 +544,20 @@ def _dimensions(
             values = column.to_numpy(dtype=float)
         except (TypeError, ValueError) as error:
             raise SchemaValidationError(f"numeric column {name!r} holds non-numbers") from error
-        if name in bounds:
-            low, high = (float(b) for b in bounds[name])
-            source = "declared"
-        else:
-            low, high = float(values.min()), float(values.max())
-            source = "data"
-        integer = pd.api.types.is_integer_dtype(column.dtype) or bool(
-            np.all(values == np.round(values)) and low == round(low) and high == round(high)
+        low, high = (float(b) for b in bounds[name])
+        # Clamping is record by record: a neighbouring table still differs in one record.
+        values = np.clip(values, low, high)
+        integer = (
+            low == round(low)
+            and high == round(high)
+            and (pd.api.types.is_integer_dtype(column.dtype))
         )
         grid = NumericGrid.build(name, low, high, integer, config.max_split_cells)
         dimensions.append(
-            NumericDimension(
-                name, grid, grid.cells(values), classes, n_classes, config.score, source
-            )
+            NumericDimension(name, grid, grid.cells(values), classes, n_classes, config.score)
         )
     for name, hierarchy in set_valued.items():
-        observed = sorted({item for cell in frame[name].tolist() for item in _items(cell)})
-        taxonomy, public = Taxonomy.from_hierarchy(hierarchy, observed)
+        taxonomy = Taxonomy.from_hierarchy(hierarchy, declared.get(name))
         covered = covered_nodes(taxonomy, frame[name].tolist(), name)
         dimensions.append(
             SetValuedDimension(
@@ -535,7 +567,6 @@ def _dimensions(
                 classes,
                 n_classes,
                 config.score,
-                public,
                 config.max_set_children,
             )
         )

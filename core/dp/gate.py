@@ -3,27 +3,50 @@
 Like the k-anonymity gate, it trusts nothing the algorithm reported. It re-reads the written
 file (text cells, as a recipient sees them) and checks its shape: exactly the expected columns,
 no direct identifier, every noisy count a non-negative integer. Then it reads the ledger back:
-this release must have recorded spends (noise that was never accounted for is blocked), this
-run's spend must fit the policy's per-release ε/δ, and the dataset's lifetime account must not be
-overdrawn. The measurements (spend, remaining budget) go into the manifest.
+
+* the release holds a reservation of at most the policy's (ε, δ) (no noise is drawn unpaid);
+* the draws the release says it used are in the journal, completed, and compose (sequentially,
+  a parallel group counting once at its maximum) to at most the policy's (ε, δ): the *published
+  release's* composition, not everything its runs ever drew, so a retry after a crash is never
+  blocked by the draws the crash lost (those are charged to the account separately);
+* the published counts are exactly the journaled leaf-count draw, negatives raised to 0: every
+  number in the file is noise that was paid for.
+
+Lost draws may take the account past its lifetime budget (they are facts, charged
+unconditionally); that is reported in the measurements, and the next release's reservation is
+refused, but it does not block this release, whose own reservation fitted.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from privgate.core.dp._accountant import ROUNDING_TOLERANCE
-from privgate.core.dp.ledger import BudgetLedger
+from privgate.core.dp.ledger import LOST_DRAW, RESERVATION, BudgetLedger, DrawRecord
 from privgate.core.exceptions import LedgerError, VerificationError
 from privgate.core.gate import GateDecision, check_columns, read_release
 
-__all__ = ["verify_dp_release"]
+__all__ = ["compose_draws", "verify_dp_release"]
 
 
 def _over(value: float, cap: float) -> bool:
     return value > cap * (1 + ROUNDING_TOLERANCE) + 1e-15
+
+
+def compose_draws(draws: Sequence[DrawRecord]) -> tuple[float, float]:
+    """(ε, δ) of a release's draws: sequential, each parallel group once at its maximum."""
+    groups: dict[str, list[DrawRecord]] = {}
+    singles: list[DrawRecord] = []
+    for draw in draws:
+        (groups.setdefault(draw.parallel_group, []) if draw.parallel_group else singles).append(
+            draw
+        )
+    epsilons = [d.epsilon for d in singles] + [max(d.epsilon for d in g) for g in groups.values()]
+    deltas = [d.delta for d in singles] + [max(d.delta for d in g) for g in groups.values()]
+    return math.fsum(epsilons), math.fsum(deltas)
 
 
 def verify_dp_release(
@@ -35,11 +58,22 @@ def verify_dp_release(
     ledger: BudgetLedger,
     dataset: str,
     release_id: str,
-    run_id: str,
+    used_draws: Sequence[tuple[int, int]],
+    count_draw: tuple[int, int] | None,
     epsilon: float,
     delta: float,
 ) -> GateDecision:
-    """Verify the written DP release and the ledger entries that paid for it."""
+    """Verify the written DP release against the ledger's reservation and draw journal.
+
+    Parameters
+    ----------
+    used_draws : sequence of (seq, attempt)
+        The journaled draws the release says it was computed from.
+    count_draw : (seq, attempt) or None
+        The draw its published counts come from.
+    epsilon, delta : float
+        The policy's per-release (ε, δ).
+    """
     reasons: list[str] = []
     measurements: dict = {}
     try:
@@ -52,6 +86,7 @@ def verify_dp_release(
     counts = cells.get(count_column)
     rows = len(next(iter(cells.values()))) if cells else 0
     measurements["rows"] = rows
+    published: list[int] | None = None
     if rows == 0:
         reasons.append("the release has no rows")
     if counts is not None:
@@ -62,45 +97,83 @@ def verify_dp_release(
                 f"non-negative integer count ({len(bad)} such rows)"
             )
         else:
-            measurements["noisy_total"] = int(sum(int(c) for c in counts))
+            published = [int(c) for c in counts]
+            measurements["noisy_total"] = sum(published)
     try:
         account = ledger.account(dataset)
+        journal = ledger.draws(dataset, release_id)
     except LedgerError as exc:
         return GateDecision(False, [*reasons, str(exc)], measurements)
-    entries = [e for e in account.entries if e.release_id == release_id]
-    run_entries = [e for e in entries if e.run_id == run_id]
-    release_eps = math.fsum(e.epsilon for e in entries)
-    run_eps = math.fsum(e.epsilon for e in run_entries)
-    run_delta = math.fsum(e.delta for e in run_entries)
+    reservation = [
+        e for e in account.entries if e.release_id == release_id and e.mechanism == RESERVATION
+    ]
+    lost = [e for e in account.entries if e.mechanism == LOST_DRAW]
+    by_key = {(d.seq, d.attempt): d for d in journal}
+    used = [by_key.get(tuple(key)) for key in used_draws]
+    missing = [key for key, draw in zip(used_draws, used, strict=True) if draw is None]
+    unfinished = [d for d in used if d is not None and not d.completed]
+    release_eps, release_delta = compose_draws([d for d in used if d is not None])
     remaining = account.remaining
     measurements.update(
         release_epsilon=release_eps,
-        run_epsilon=run_eps,
-        run_delta=run_delta,
-        ledger_entries=len(entries),
+        release_delta=release_delta,
+        draws=len(used),
+        reserved_epsilon=reservation[0].epsilon if reservation else None,
         budget_epsilon=account.budget_epsilon,
         budget_delta=account.budget_delta,
         spent_epsilon=account.spent_epsilon,
         spent_delta=account.spent_delta,
         remaining_epsilon=remaining[0],
         remaining_delta=remaining[1],
+        remaining_exact=list(account.exact_remaining_text),
+        lost_draws_epsilon=math.fsum(e.epsilon for e in lost),
     )
-    if not run_entries:
+    if not reservation:
         reasons.append(
-            f"the ledger holds no spend of run {run_id!r} for release {release_id}: noise that "
-            "was not accounted for is never published"
+            f"the ledger holds no reservation for release {release_id}: noise that was not "
+            "paid for is never published"
         )
-    if _over(run_eps, epsilon) or _over(run_delta, delta):
+    elif _over(reservation[0].epsilon, epsilon) or _over(reservation[0].delta, delta):
         reasons.append(
-            f"this run spent (epsilon={run_eps:g}, delta={run_delta:g}), more than the policy's "
-            f"(epsilon={epsilon:g}, delta={delta:g})"
+            f"release {release_id} reserved (epsilon={reservation[0].epsilon:g}, delta="
+            f"{reservation[0].delta:g}), more than the policy's (epsilon={epsilon:g}, "
+            f"delta={delta:g})"
         )
-    if _over(account.spent_epsilon, account.budget_epsilon) or _over(
-        account.spent_delta, account.budget_delta
-    ):
+    if not used_draws:
+        reasons.append(f"release {release_id} names no journaled draw it was computed from")
+    if missing:
         reasons.append(
-            f"dataset {dataset!r} has spent (epsilon={account.spent_epsilon:g}, "
-            f"delta={account.spent_delta:g}), over its lifetime budget "
-            f"(epsilon={account.budget_epsilon:g}, delta={account.budget_delta:g})"
+            f"draw(s) {missing[:5]} of release {release_id} are not in the ledger's journal"
         )
+    if unfinished:
+        reasons.append(
+            f"draw(s) {[d.seq for d in unfinished][:5]} of release {release_id} were never "
+            "completed in the journal"
+        )
+    if _over(release_eps, epsilon) or _over(release_delta, delta):
+        reasons.append(
+            f"the release's draws compose to (epsilon={release_eps:g}, delta={release_delta:g}), "
+            f"more than the policy's (epsilon={epsilon:g}, delta={delta:g})"
+        )
+    reasons += _check_counts(published, by_key.get(tuple(count_draw)) if count_draw else None)
     return GateDecision(not reasons, reasons, measurements)
+
+
+def _check_counts(published: list[int] | None, draw: DrawRecord | None) -> list[str]:
+    """The published counts must be the journaled leaf-count draw, negatives raised to 0."""
+    if published is None:
+        return []
+    if draw is None or not draw.completed:
+        return ["the release names no completed leaf-count draw for its counts"]
+    expected = [max(int(v), 0) for v in json.loads(draw.value)]
+    if expected != published:
+        differ = next(
+            (i for i, (a, b) in enumerate(zip(expected, published, strict=False)) if a != b),
+            min(len(expected), len(published)),
+        )
+        return [
+            f"the published counts are not the journaled noisy counts (draw {draw.seq}): "
+            f"{len(published)} published, {len(expected)} drawn, first difference at row "
+            f"{differ + 2}"
+        ]
+    return []

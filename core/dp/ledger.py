@@ -57,6 +57,7 @@ from privgate.core.dp._ledger_schema import (
     METADATA,
     accounts,
     budget_changes,
+    draws,
     entries,
     publications,
 )
@@ -64,16 +65,32 @@ from privgate.core.exceptions import BudgetExceededError, LedgerError
 
 __all__ = [
     "LEDGER_FILENAME",
+    "LEDGER_URL_VARIABLE",
+    "LOST_DRAW",
+    "RESERVATION",
     "Account",
     "BudgetChange",
     "BudgetLedger",
+    "DrawRecord",
     "LedgerEntry",
     "SpendLike",
+    "configured_ledger_url",
     "default_ledger_url",
+    "ledger_exists",
 ]
 
-#: File name of the default SQLite ledger inside a release directory.
+#: File name of the default SQLite ledger inside the privgate data directory.
 LEDGER_FILENAME = "privacy-ledger.sqlite"
+
+#: The environment variable naming the ledger (a SQLAlchemy URL). The data owner's
+#: configuration, never a policy setting or a command-line option: whoever can edit or copy a
+#: policy, or choose an output folder, must not be able to point a release at an empty ledger.
+LEDGER_URL_VARIABLE = "PRIVGATE_LEDGER_URL"
+
+#: Mechanism name of the entry that reserves a release's whole (epsilon, delta) up front.
+RESERVATION = "reservation"
+#: Mechanism name of the entry that charges a draw lost in a crash (it may have been drawn).
+LOST_DRAW = "lost-draw"
 
 #: Seconds a SQLite writer waits for another writer's lock before giving up.
 _SQLITE_BUSY_TIMEOUT = 60.0
@@ -99,7 +116,7 @@ class SpendLike(Protocol):
 
 
 def default_ledger_url(directory: str | Path) -> str:
-    """Return the URL of the default ledger: a SQLite file in ``directory``.
+    """Return the URL of a SQLite ledger file in ``directory``.
 
     The path is made absolute, so the URL names the same file whatever the working directory of
     the process that opens it (Prefect workers need not share the caller's).
@@ -107,7 +124,8 @@ def default_ledger_url(directory: str | Path) -> str:
     Parameters
     ----------
     directory : str or Path
-        The release directory, e.g. the policy's ``output.directory``.
+        A private folder of the data owner (by default the privgate data directory, see
+        :func:`configured_ledger_url`); never a release folder.
 
     Returns
     -------
@@ -116,6 +134,36 @@ def default_ledger_url(directory: str | Path) -> str:
     """
     path = Path(directory).expanduser().resolve() / LEDGER_FILENAME
     return f"sqlite:///{path}"
+
+
+def configured_ledger_url() -> str:
+    """The one ledger every DP release of this installation charges.
+
+    ``PRIVGATE_LEDGER_URL`` (any SQLAlchemy URL, e.g. a shared PostgreSQL database for a team
+    whose nightly releases run on several workers) if set, else a SQLite file in the privgate
+    data directory (:func:`privgate.core.locations.data_dir`, a ``0700`` folder). It depends
+    on nothing a policy or a run's options can change, so copying a policy, choosing another
+    ``--output`` folder or deleting the releases cannot reach a fresh budget.
+    """
+    import os
+
+    from privgate.core.locations import data_dir
+
+    configured = os.environ.get(LEDGER_URL_VARIABLE, "").strip()
+    return configured or default_ledger_url(data_dir())
+
+
+def ledger_exists(url: str) -> bool:
+    """Whether the ledger at ``url`` has been created (SQLite: its file exists).
+
+    Lets read-only callers (a dry run, ``privgate budget``) report a fresh budget without
+    creating a database. A server URL is assumed to exist (its tables are created on first use).
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or _sqlite_in_memory(parsed):
+        return True
+    database = parsed.database or ""
+    return database.startswith("file:") or Path(database).expanduser().exists()
 
 
 @dataclass(frozen=True)
@@ -191,6 +239,59 @@ class BudgetChange:
 
 
 @dataclass(frozen=True)
+class DrawRecord:
+    """One attempt at one noise draw of a release, as the draw journal holds it.
+
+    Attributes
+    ----------
+    seq : int
+        The draw's position in the release (1, 2, ...): a deterministic algorithm replayed on
+        the same release asks for the same draws in the same order.
+    attempt : int
+        1 for the first attempt; a later attempt exists only when an earlier one was lost.
+    step, mechanism : str
+        What the draw paid for, with which mechanism.
+    epsilon, delta : float
+        Its cost (the exact decimal is in the database).
+    parallel_group : str
+        Draws on disjoint partitions share a group (their cost is the maximum); "" otherwise.
+    value : str or None
+        The drawn value as JSON (a DP output); None while in flight or if lost.
+    run_id : str
+        The run that made the attempt.
+    """
+
+    seq: int
+    attempt: int
+    step: str
+    mechanism: str
+    epsilon: float
+    delta: float
+    parallel_group: str
+    value: str | None
+    run_id: str
+    started_at: datetime
+    completed_at: datetime | None = None
+
+    @property
+    def completed(self) -> bool:
+        return self.value is not None
+
+    def to_dict(self) -> dict:
+        """JSON-ready (without the value, which can be large)."""
+        return {
+            "seq": self.seq,
+            "attempt": self.attempt,
+            "step": self.step,
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "parallel_group": self.parallel_group,
+            "run_id": self.run_id,
+        }
+
+
+@dataclass(frozen=True)
 class Account:
     """A snapshot of one dataset's account: budget, spends, what is left, what was published.
 
@@ -224,6 +325,17 @@ class Account:
     exact_remaining: tuple[Decimal, Decimal] | None = field(default=None, repr=False)
 
     @property
+    def exact_remaining_text(self) -> tuple[str, str]:
+        """``(epsilon, delta)`` still available as exact decimal text (``"1.5"``, ``"0"``).
+
+        What ``privgate budget`` prints: a sum of decimals is exact, so no ``8.74e-16`` can
+        appear where the budget is used up.
+        """
+        if self.exact_remaining is None:
+            return tuple(_decimal_text(Decimal(repr(v))) for v in self.remaining)  # type: ignore[return-value]
+        return tuple(_decimal_text(max(v, Decimal(0))) for v in self.exact_remaining)  # type: ignore[return-value]
+
+    @property
     def remaining(self) -> tuple[float, float]:
         """``(epsilon, delta)`` still available (never negative), as the nearest floats.
 
@@ -255,14 +367,14 @@ class Account:
           spent:     (epsilon=0.25, delta=0.0) in 0 spends over 0 releases
           remaining: (epsilon=0.75, delta=0.0)
         """
-        remaining = self.remaining
+        left = self.exact_remaining_text
         releases = self.releases()
         lines = [
             f"privacy budget of dataset {self.dataset!r}",
             f"  budget:    {_pair(self.budget_epsilon, self.budget_delta)}",
             f"  spent:     {_pair(self.spent_epsilon, self.spent_delta)} in "
             f"{len(self.entries)} spends over {len(releases)} releases",
-            f"  remaining: {_pair(*remaining)}",
+            f"  remaining: (epsilon={left[0]}, delta={left[1]})",
         ]
         for release, items in releases.items():
             epsilon, delta = _exact_sum_floats(items)
@@ -364,6 +476,8 @@ class BudgetLedger:
             _make_parent_folder(parsed, self._shown)
         self._engine = self._create_engine(parsed, in_memory)
         self._create_tables()
+        if self._is_sqlite and not in_memory:
+            _restrict_sqlite_file(parsed)
 
     # ------------------------------------------------------------------------------------------
     # Connection handling
@@ -700,6 +814,244 @@ class BudgetLedger:
             return [_entry(row) for row in connection.execute(query.order_by(entries.c.id))]
 
     # ------------------------------------------------------------------------------------------
+    # Reservations and the draw journal
+
+    def reserve(
+        self, dataset: str, *, release_id: str, run_id: str, epsilon: float, delta: float = 0.0
+    ) -> LedgerEntry:
+        """Reserve a release's whole ``(epsilon, delta)`` before any of its noise is drawn.
+
+        Atomic under the account's writer lock: concurrent releases cannot both take the last
+        of a budget, so a run that cannot be paid for in full is refused before it draws
+        anything. Idempotent per release: a retry, or a duplicate run of the same release,
+        finds the reservation and is charged nothing more.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the reservation does not fit what is left; nothing is recorded.
+        LedgerError
+            If the release was reserved with another amount, the account is missing, or the
+            database fails.
+        """
+        name = _check_name(dataset, "dataset")
+        release = _check_name(release_id, "release_id")
+        asked = (_amount(epsilon, "epsilon"), _amount(delta, "delta", delta=True))
+        with self._transaction(write=True) as connection:
+            budget = _budget(self._locked_account(connection, name))
+            return self._reserve(connection, name, release, str(run_id), asked, budget)
+
+    def _reserve(
+        self,
+        connection: Connection,
+        name: str,
+        release: str,
+        run_id: str,
+        asked: tuple[Decimal, Decimal],
+        budget: tuple[Decimal, Decimal],
+    ) -> LedgerEntry:
+        existing = _reservation_row(connection, name, release)
+        if existing is not None:
+            held = (Decimal(existing.epsilon), Decimal(existing.delta))
+            if held != asked:
+                raise LedgerError(
+                    f"release {release!r} of {name!r} is reserved with {_pair(*held)} in the "
+                    f"privacy ledger at {self._shown}, not {_pair(*asked)}: a release's "
+                    "settings cannot change once its budget is reserved"
+                )
+            return _entry(existing)
+        spent = _spent(connection, name)
+        what = f"release {release!r} reserves {_pair(*asked)}, which"
+        (amount,) = _fit(name, what, budget, spent, [asked])
+        charge_id = uuid.uuid4().hex
+        self._insert_entry(
+            connection,
+            {
+                "charge_id": charge_id,
+                "dataset": name,
+                "release_id": release,
+                "run_id": run_id,
+                "step": f"release {release}",
+                "mechanism": RESERVATION,
+                "epsilon": str(amount[0]),
+                "delta": str(amount[1]),
+                "recorded_at": _now(),
+            },
+        )
+        return _entry(_reservation_row(connection, name, release))
+
+    def reservation(self, dataset: str, release_id: str) -> LedgerEntry | None:
+        """The reservation of a release, or None (never reserved; or no account)."""
+        name = _check_name(dataset, "dataset")
+        release = _check_name(release_id, "release_id")
+        with self._transaction(write=False) as connection:
+            row = _reservation_row(connection, name, release)
+        return None if row is None else _entry(row)
+
+    def begin_draw(
+        self,
+        dataset: str,
+        *,
+        release_id: str,
+        run_id: str,
+        seq: int,
+        spend: SpendLike,
+        parallel_group: str = "",
+        reserve: tuple[float, float] | None = None,
+    ) -> DrawRecord:
+        """Return the completed draw ``seq`` of a release to replay, or start a new attempt.
+
+        In one locked transaction: if an attempt of ``seq`` has a value, it is returned and
+        nothing is recorded (the caller reuses it instead of drawing). Otherwise the release's
+        reservation is taken if missing (``reserve``; refused with
+        :class:`~privgate.core.exceptions.BudgetExceededError` before anything is drawn), an
+        earlier attempt left without a value is charged to the account as a lost draw (it may
+        have been drawn before a crash: the ledger counts every draw that may exist,
+        unconditionally, because it happened), and a new attempt is recorded *before* the
+        caller draws. Complete it with :meth:`complete_draw`.
+
+        Raises
+        ------
+        LedgerError
+            If the release has no reservation and ``reserve`` is None; or the recorded draw
+            ``seq`` paid for another step, mechanism or amount (the release cannot be replayed:
+            its settings or code changed).
+        BudgetExceededError
+            If the reservation does not fit.
+        """
+        name = _check_name(dataset, "dataset")
+        release = _check_name(release_id, "release_id")
+        row = _spend_rows([spend])[0]
+        with self._transaction(write=True) as connection:
+            budget = _budget(self._locked_account(connection, name))
+            attempts = connection.execute(
+                select(draws)
+                .where(draws.c.dataset == name, draws.c.release_id == release, draws.c.seq == seq)
+                .order_by(draws.c.attempt)
+            ).all()
+            for attempt in attempts:
+                self._check_replay(release, seq, attempt, row)
+            done = [a for a in attempts if a.value is not None]
+            if done:
+                return _draw_record(done[0])
+            if _reservation_row(connection, name, release) is None:
+                if reserve is None:
+                    raise LedgerError(
+                        f"release {release!r} of {name!r} has no reservation in the privacy "
+                        f"ledger at {self._shown}: reserve its budget before drawing noise"
+                    )
+                asked = (_amount(reserve[0], "epsilon"), _amount(reserve[1], "delta", delta=True))
+                self._reserve(connection, name, release, str(run_id), asked, budget)
+            now = _now()
+            if attempts:
+                lost = attempts[-1]
+                self._insert_entry(
+                    connection,
+                    {
+                        "charge_id": uuid.uuid4().hex,
+                        "dataset": name,
+                        "release_id": release,
+                        "run_id": lost.run_id,
+                        "step": f"draw {seq} attempt {lost.attempt} lost: {lost.step}",
+                        "mechanism": LOST_DRAW,
+                        "epsilon": lost.epsilon,
+                        "delta": lost.delta,
+                        "recorded_at": now,
+                    },
+                )
+            connection.execute(
+                insert(draws).values(
+                    dataset=name,
+                    release_id=release,
+                    seq=seq,
+                    attempt=len(attempts) + 1,
+                    run_id=str(run_id),
+                    step=row["step"],
+                    mechanism=row["mechanism"],
+                    epsilon=str(row["epsilon"]),
+                    delta=str(row["delta"]),
+                    parallel_group=parallel_group,
+                    started_at=now,
+                )
+            )
+            stored = connection.execute(
+                select(draws).where(
+                    draws.c.dataset == name,
+                    draws.c.release_id == release,
+                    draws.c.seq == seq,
+                    draws.c.attempt == len(attempts) + 1,
+                )
+            ).one()
+        return _draw_record(stored)
+
+    def _check_replay(self, release: str, seq: int, attempt: Any, row: dict[str, Any]) -> None:
+        recorded = (attempt.step, attempt.mechanism, Decimal(attempt.epsilon))
+        asked = (row["step"], row["mechanism"], row["epsilon"])
+        if recorded != asked or Decimal(attempt.delta) != row["delta"]:
+            raise LedgerError(
+                f"release {release!r}: draw {seq} is recorded as {attempt.mechanism} for "
+                f"{attempt.step!r} at epsilon={attempt.epsilon}, but the run asks for "
+                f"{row['mechanism']} for {row['step']!r} at epsilon={row['epsilon']}: the "
+                "release cannot be replayed (its settings or the algorithm changed); it "
+                "keeps what it spent, and a new release needs a new release id"
+            )
+
+    def complete_draw(
+        self, dataset: str, *, release_id: str, seq: int, attempt: int, value: str
+    ) -> DrawRecord:
+        """Record the value drawn by an attempt started with :meth:`begin_draw`.
+
+        Must be called before the value is used, so that nothing derived from a draw exists
+        that a retry could not reproduce.
+
+        Raises
+        ------
+        LedgerError
+            If the attempt does not exist or already has a value.
+        """
+        name = _check_name(dataset, "dataset")
+        release = _check_name(release_id, "release_id")
+        with self._transaction(write=True) as connection:
+            self._locked_account(connection, name)
+            done = connection.execute(
+                update(draws)
+                .where(
+                    draws.c.dataset == name,
+                    draws.c.release_id == release,
+                    draws.c.seq == seq,
+                    draws.c.attempt == attempt,
+                    draws.c.value.is_(None),
+                )
+                .values(value=value, completed_at=_now())
+            )
+            if done.rowcount != 1:
+                raise LedgerError(
+                    f"release {release!r}: draw {seq} attempt {attempt} is not in flight in the "
+                    f"privacy ledger at {self._shown}"
+                )
+            stored = connection.execute(
+                select(draws).where(
+                    draws.c.dataset == name,
+                    draws.c.release_id == release,
+                    draws.c.seq == seq,
+                    draws.c.attempt == attempt,
+                )
+            ).one()
+        return _draw_record(stored)
+
+    def draws(self, dataset: str, release_id: str) -> list[DrawRecord]:
+        """Every recorded attempt of a release's draws, by (seq, attempt)."""
+        name = _check_name(dataset, "dataset")
+        release = _check_name(release_id, "release_id")
+        with self._transaction(write=False) as connection:
+            rows = connection.execute(
+                select(draws)
+                .where(draws.c.dataset == name, draws.c.release_id == release)
+                .order_by(draws.c.seq, draws.c.attempt)
+            ).all()
+        return [_draw_record(row) for row in rows]
+
+    # ------------------------------------------------------------------------------------------
     # Publishing
 
     def mark_published(self, dataset: str, release_id: str, path: str, run_id: str) -> None:
@@ -894,16 +1246,36 @@ def _sqlite_in_memory(url: URL) -> bool:
 
 
 def _make_parent_folder(url: URL, shown: str) -> None:
-    """Create the folder of a SQLite file (the file itself SQLite creates)."""
+    """Create the folder of a SQLite file (the file itself SQLite creates).
+
+    A folder the ledger creates is owner-only (``0700``); an existing folder is left as the
+    operator set it up.
+    """
+    from privgate.core.locations import ensure_private_dir
+
     database = url.database or ""
     if database.startswith("file:"):
         return
+    folder = Path(database).expanduser().parent
     try:
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        if not folder.exists():
+            ensure_private_dir(folder)
     except OSError as error:
         raise LedgerError(
             f"cannot open the privacy ledger at {shown}: cannot create its folder ({error})"
         ) from error
+
+
+def _restrict_sqlite_file(url: URL) -> None:
+    """Make a SQLite ledger file owner-only (``0600``): it holds every release's spends and
+    journaled draws. SQLite gives its journal files the database file's mode."""
+    from privgate.core.locations import restrict_file
+
+    database = url.database or ""
+    path = Path(database).expanduser()
+    if not database.startswith("file:") and path.exists():
+        with contextlib.suppress(PermissionError):  # a file owned by another account
+            restrict_file(path)
 
 
 def _spent(connection: Connection, dataset: str) -> tuple[Decimal, Decimal]:
@@ -924,6 +1296,32 @@ def _latest_publication(connection: Connection, dataset: str, release: str) -> A
         .order_by(publications.c.id.desc())
         .limit(1)
     ).one_or_none()
+
+
+def _reservation_row(connection: Connection, dataset: str, release: str) -> Any:
+    return connection.execute(
+        select(entries).where(
+            entries.c.dataset == dataset,
+            entries.c.release_id == release,
+            entries.c.mechanism == RESERVATION,
+        )
+    ).one_or_none()
+
+
+def _draw_record(row: Any) -> DrawRecord:
+    return DrawRecord(
+        seq=row.seq,
+        attempt=row.attempt,
+        step=row.step,
+        mechanism=row.mechanism,
+        epsilon=float(row.epsilon),
+        delta=float(row.delta),
+        parallel_group=row.parallel_group,
+        value=row.value,
+        run_id=row.run_id,
+        started_at=_utc(row.started_at),
+        completed_at=None if row.completed_at is None else _utc(row.completed_at),
+    )
 
 
 def _budget(row: Any) -> tuple[Decimal, Decimal]:
@@ -1082,6 +1480,14 @@ def _number(value: float | Decimal) -> str:
     for; exact values are in the entries and in :meth:`Account.to_dict`.
     """
     return repr(float(format(float(value), ".12g")))
+
+
+def _decimal_text(value: Decimal) -> str:
+    """Exact decimal text without an exponent or trailing zeros (``"0.5"``, ``"2"``)."""
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text or "0"
 
 
 def _now() -> datetime:

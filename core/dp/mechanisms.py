@@ -14,8 +14,10 @@ change can move the mechanism's input, in the metric each mechanism names.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
+from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
@@ -92,8 +94,9 @@ def discrete_laplace_counts(
         )
     exact = _as_int_vector(counts)
     measurement, spent, scale = _pure_measurement("discrete_laplace", epsilon, sensitivity)
-    _charge(accountant, Spend("discrete_laplace", spent, 0.0, sensitivity, step, scale))
-    return np.asarray(measurement([int(v) for v in exact]), dtype=np.int64)
+    spend = Spend("discrete_laplace", spent, 0.0, sensitivity, step, scale)
+    noisy = _draw(accountant, spend, lambda: measurement([int(v) for v in exact]), INT_VECTOR)
+    return np.asarray(noisy, dtype=np.int64)
 
 
 def laplace_values(
@@ -140,8 +143,9 @@ def laplace_values(
     sensitivity = check_sensitivity(sensitivity)
     exact = _as_float_vector(values, "values")
     measurement, spent, scale = _pure_measurement("laplace", epsilon, sensitivity)
-    _charge(accountant, Spend("laplace", spent, 0.0, sensitivity, step, scale))
-    return np.asarray(measurement(exact.tolist()), dtype=np.float64)
+    spend = Spend("laplace", spent, 0.0, sensitivity, step, scale)
+    noisy = _draw(accountant, spend, lambda: measurement(exact.tolist()), FLOAT_VECTOR)
+    return np.asarray(noisy, dtype=np.float64)
 
 
 def gaussian_values(
@@ -197,11 +201,9 @@ def gaussian_values(
     scale = _gaussian_scale(epsilon, delta, sensitivity)
     measurement = _gaussian_measurement(scale, delta)
     spent_epsilon, spent_delta = measurement.map(sensitivity)
-    _charge(
-        accountant,
-        Spend("gaussian", float(spent_epsilon), float(spent_delta), sensitivity, step, scale),
-    )
-    return np.asarray(measurement(exact.tolist()), dtype=np.float64)
+    spend = Spend("gaussian", float(spent_epsilon), float(spent_delta), sensitivity, step, scale)
+    noisy = _draw(accountant, spend, lambda: measurement(exact.tolist()), FLOAT_VECTOR)
+    return np.asarray(noisy, dtype=np.float64)
 
 
 def exponential_select(
@@ -261,8 +263,8 @@ def exponential_select(
         raise PrivacyParameterError("exponential_select needs at least one score; got none")
     kind = "monotonic_noisy_max" if monotonic else "noisy_max"
     measurement, spent, scale = _pure_measurement(kind, epsilon, sensitivity)
-    _charge(accountant, Spend("exponential", spent, 0.0, sensitivity, step, scale))
-    return int(measurement(exact.tolist()))
+    spend = Spend("exponential", spent, 0.0, sensitivity, step, scale)
+    return int(_draw(accountant, spend, lambda: measurement(exact.tolist()), INDEX))
 
 
 @lru_cache(maxsize=256)
@@ -335,10 +337,42 @@ def _gaussian_scale(epsilon: float, delta: float, sensitivity: float) -> float:
     )
 
 
-def _charge(accountant: Charger | None, spend: Spend) -> None:
-    """Charge ``spend`` if there is an accountant (it raises before any noise is drawn)."""
-    if accountant is not None:
-        accountant.charge(spend)
+class _JSONCodec:
+    """A drawn value as JSON text, read back with a conversion (see :class:`Codec`)."""
+
+    def __init__(self, convert: Callable[[Any], Any]) -> None:
+        self._convert = convert
+
+    def encode(self, value: Any) -> str:
+        return json.dumps(self._convert(value))
+
+    def decode(self, text: str) -> Any:
+        return self._convert(json.loads(text))
+
+
+def _ints(values: Any) -> list[int]:
+    return [int(v) for v in values]
+
+
+def _floats(values: Any) -> list[float]:
+    # repr of a float round-trips through JSON exactly.
+    return [float(v) for v in values]
+
+
+#: Codecs of the values the mechanisms draw: a selected index, integer and real vectors.
+INDEX = _JSONCodec(int)
+INT_VECTOR = _JSONCodec(_ints)
+FLOAT_VECTOR = _JSONCodec(_floats)
+
+
+def _draw(
+    accountant: Charger | None, spend: Spend, sample: Callable[[], Any], codec: _JSONCodec
+) -> Any:
+    """Draw through the accountant (checked before sampling; journaled if it journals), or
+    draw directly when there is no accountant."""
+    if accountant is None:
+        return sample()
+    return accountant.draw(spend, sample, codec)
 
 
 def _as_int_vector(counts: Sequence[int]) -> np.ndarray:

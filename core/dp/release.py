@@ -1,89 +1,221 @@
-"""A differentially private release of a policy's table, charged to the ε ledger as it runs.
+"""A differentially private release of a policy's table, paid for through the ε ledger.
 
-The accounting is write-ahead: :class:`LedgerAccountant` commits every mechanism's spend to the
-dataset's lifetime account *before* the mechanism draws its noise (the mechanisms charge their
-accountant first, see :mod:`core.dp.mechanisms`). So a crash after noise was drawn has already
-been counted, and a release that would overspend is refused before any noise exists for it. The
-caller keeps the noisy result (Prefect persists it) so that a rerun of the same release reuses
-it and spends nothing more.
+What this module guarantees (the analysis is in ``docs/PRIVACY.md``):
+
+* **Public shape.** Everything the release's shape depends on is declared in the policy
+  (:func:`declared_domains`): each categorical quasi-identifier's domain, each numeric one's
+  bounds, the class domain. Records outside a declared domain are excluded and numeric values
+  clamped to their bounds, record by record (:func:`restrict_to_declared_domains`), so a
+  neighbouring table (one record added or removed) still differs in at most one record, and no
+  cut, label, sensitivity or scale depends on the data.
+* **Paid before drawn, replayable after a crash.** :func:`run_dp_release` draws through a
+  :class:`~privgate.core.dp.journal.JournaledAccountant`: the release's whole ε is reserved in
+  the ledger before the first draw (a release that cannot be paid for in full is refused before
+  any noise exists), and every draw is journaled before it is used, so a retry replays it and
+  spends nothing more.
+* **Owner-side numbers stay owner-side.** Counts of excluded or clamped records, the input's
+  size and run times are exact functions of the private data: they are kept in
+  :attr:`DPTable.owner` for the data owner's log, never in the published manifest or report.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
-from privgate.core.dp import Accountant, Spend
-from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
-from privgate.core.hierarchy import Hierarchy
+from privgate.core.dp._accountant import Accountant
+from privgate.core.dp.journal import JournaledAccountant
+from privgate.core.dp.ledger import BudgetLedger, configured_ledger_url
+from privgate.core.hierarchy import Hierarchy, value_key
 from privgate.core.policy import ColumnType, ReleasePolicy
 
 __all__ = [
     "COUNT_COLUMN",
     "DPTable",
-    "LedgerAccountant",
+    "DeclaredDomains",
     "check_dp_utility",
+    "declared_domains",
     "dp_release",
-    "ledger_for",
-    "ledger_url_for",
+    "expected_absolute_noise",
+    "open_ledger",
+    "restrict_to_declared_domains",
+    "run_dp_release",
 ]
 
 #: The column of noisy counts in a DP release (one row per leaf partition).
 COUNT_COLUMN = "count"
-#: The class column added when the class is the data owner's clustering of the original data.
-CLUSTER_COLUMN = "cluster"
+
+#: The step label of the leaf counts: the gate matches the published counts to this draw.
+LEAF_COUNTS_STEP = "DPHeter leaf counts"
+
+_log = logging.getLogger(__name__)
 
 
-def ledger_url_for(policy: ReleasePolicy) -> str:
-    """The ledger a DP policy charges: ``differential_privacy.ledger`` or a SQLite file next
-    to the releases (``<output.directory>/privacy-ledger.sqlite``)."""
-    dp = policy.differential_privacy
-    if dp is not None and dp.ledger:
-        return dp.ledger
-    return default_ledger_url(policy.output.directory)
+def open_ledger(url: str | None = None) -> BudgetLedger:
+    """The ε ledger of this installation (:func:`~privgate.core.dp.ledger.configured_ledger_url`).
+
+    Never derived from a policy or a release folder: every DP release of a dataset is charged
+    to the same account, whatever policy file, output folder or input path the run uses.
+    """
+    return BudgetLedger(url or configured_ledger_url())
 
 
-def ledger_for(policy: ReleasePolicy) -> BudgetLedger:
-    """The :class:`BudgetLedger` at :func:`ledger_url_for`."""
-    return BudgetLedger(ledger_url_for(policy))
+# ----------------------------------------------------------------------------------------------
+# The public side: declared domains
 
 
-class LedgerAccountant(Accountant):
-    """An accountant whose every charge is first committed to the dataset's lifetime account.
+@dataclass(frozen=True)
+class DeclaredDomains:
+    """The domains a DP policy declares: the only things a release's shape may depend on.
 
-    The per-release cap (the policy's ε, δ) is enforced by the accountant, the lifetime budget by
-    the ledger; a charge that fails either raises
-    :class:`~privgate.core.exceptions.BudgetExceededError` before the mechanism draws.
+    Attributes
+    ----------
+    categorical : dict
+        Column -> its declared values (a hierarchy's listed values, or ``categories``).
+    numeric : dict
+        Column -> ``(minimum, maximum)`` declared in the policy.
+    integer : frozenset
+        The numeric columns declared ``type: integer`` (their split grid is on integers).
+    class_column : str
+    classes : list
+        The declared classes of ``class_column``.
     """
 
-    def __init__(
-        self,
-        ledger: BudgetLedger,
-        dataset: str,
-        release_id: str,
-        run_id: str,
-        budget: tuple[float, float],
-    ) -> None:
-        super().__init__(budget=budget)
-        self._ledger = ledger
-        self._dataset = dataset
-        self._release_id = release_id
-        self._run_id = run_id
+    categorical: dict[str, list[str]]
+    numeric: dict[str, tuple[float, float]]
+    integer: frozenset[str]
+    class_column: str
+    classes: list[str]
 
-    def charge(self, spend: Spend) -> None:
-        label = f"{spend.mechanism} for {spend.step!r}" if spend.step else spend.mechanism
-        self.check_affordable(spend.epsilon, spend.delta, what=label)
-        self._ledger.charge(
-            self._dataset, release_id=self._release_id, run_id=self._run_id, spends=[spend]
+    def to_dict(self) -> dict:
+        """JSON-ready: what the manifest and the report publish (all of it public)."""
+        return {
+            "categorical": {name: list(values) for name, values in self.categorical.items()},
+            "numeric": {name: list(bounds) for name, bounds in self.numeric.items()},
+            "class_column": self.class_column,
+            "classes": list(self.classes),
+        }
+
+
+def declared_domains(policy: ReleasePolicy, hierarchies: dict[str, Hierarchy]) -> DeclaredDomains:
+    """Read the declared domains of a DP policy (the policy model has already required them)."""
+    dp = policy.differential_privacy
+    categorical: dict[str, list[str]] = {}
+    numeric: dict[str, tuple[float, float]] = {}
+    integer = set()
+    for name in policy.quasi_identifiers:
+        spec = policy.columns[name]
+        if spec.type in (ColumnType.INTEGER, ColumnType.FLOAT):
+            numeric[name] = (float(spec.minimum), float(spec.maximum))
+            if spec.type is ColumnType.INTEGER:
+                integer.add(name)
+            continue
+        listed = getattr(hierarchies[name], "domain", None)
+        values = listed if listed is not None else spec.categories
+        categorical[name] = [value_key(v) for v in values]
+    classes = [value_key(v) for v in policy.columns[dp.class_column].categories]
+    return DeclaredDomains(categorical, numeric, frozenset(integer), dp.class_column, classes)
+
+
+def restrict_to_declared_domains(
+    frame: pd.DataFrame, domains: DeclaredDomains
+) -> tuple[pd.DataFrame, dict]:
+    """Apply the declared-domain rule: exclude records outside a domain, clamp numbers.
+
+    A record is excluded when a categorical quasi-identifier or the class holds a value outside
+    its declared domain, or is missing; or when a numeric quasi-identifier is missing or not a
+    number. Numeric values outside ``[minimum, maximum]`` are clamped to the nearer bound. Each
+    record is judged on its own values only, so for tables D and D' that differ in one record
+    the results differ in at most one record: the rule keeps the neighbouring relation, and
+    never widens a domain.
+
+    Returns
+    -------
+    (DataFrame, dict)
+        The records the release is computed from (numeric columns as floats or integers), and
+        the owner-side report (how many records were excluded per reason and values clamped per
+        column): exact functions of the private data, for the data owner's log only.
+    """
+    keep = np.ones(len(frame), dtype=bool)
+    excluded: dict[str, int] = {}
+    clamped: dict[str, int] = {}
+    columns: dict[str, pd.Series] = {}
+    for name, values in {**domains.categorical, domains.class_column: domains.classes}.items():
+        allowed = set(values)
+        inside = np.fromiter(
+            (not _missing(v) and value_key(v) in allowed for v in frame[name].tolist()),
+            dtype=bool,
+            count=len(frame),
         )
-        super().charge(spend)
+        excluded[name] = int((~inside & keep).sum())
+        keep &= inside
+        columns[name] = frame[name].map(lambda v: v if _missing(v) else value_key(v))
+    for name, (low, high) in domains.numeric.items():
+        number = pd.to_numeric(frame[name], errors="coerce").astype("Float64")
+        present = number.notna().to_numpy()
+        excluded[name] = int((~present & keep).sum())
+        keep &= present
+        filled = number.fillna(low).to_numpy(dtype=float)
+        outside = (filled < low) | (filled > high)
+        clamped[name] = int((outside & keep).sum())
+        filled = np.clip(filled, low, high)
+        if name in domains.integer:
+            columns[name] = pd.Series(np.floor(filled).astype(np.int64), index=frame.index)
+        else:
+            columns[name] = pd.Series(filled, index=frame.index)
+    restricted = pd.DataFrame(columns, index=frame.index)[keep].reset_index(drop=True)
+    report = {
+        "input_rows": len(frame),
+        "kept_rows": int(keep.sum()),
+        "excluded_by_column": {k: v for k, v in excluded.items() if v},
+        "clamped_by_column": {k: v for k, v in clamped.items() if v},
+    }
+    return restricted, report
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+# ----------------------------------------------------------------------------------------------
+# The release
 
 
 @dataclass(frozen=True)
 class DPTable:
-    """The DP release table and how its budget was spent."""
+    """A DP release table and everything about it that may be published, plus the owner's log.
+
+    Attributes
+    ----------
+    frame : DataFrame
+        The release: one row per leaf partition, the generalized quasi-identifiers and
+        ``count``.
+    epsilon, delta : float
+        What the release's draws compose to (at most the policy's).
+    spends : list of dict
+        One entry per accountant charge (a parallel group is one entry).
+    budget_split, specializations, cuts : dict, list, dict
+        DPHeter's budget split, its chosen specializations (without their exact scores) and
+        final cuts: functions of the declared domains and the DP outputs only.
+    domains : dict
+        The declared domains (:meth:`DeclaredDomains.to_dict`).
+    draws : list of dict
+        The journaled draws the release used (``seq``, ``attempt``, step, mechanism, cost,
+        parallel group); empty when not drawn through a journal.
+    count_draw : (int, int) or None
+        ``(seq, attempt)`` of the leaf-count draw the published counts come from.
+    metrics : dict
+        Public numbers: partitions, the noisy total, epsilon and delta.
+    owner : dict
+        **Not differentially private, never published**: input rows, the declared-domain rule's
+        exclusions and clampings, how many draws were replayed, run time. For the data owner's
+        log and run artifacts only.
+    """
 
     frame: pd.DataFrame
     epsilon: float
@@ -92,28 +224,13 @@ class DPTable:
     budget_split: dict
     specializations: list[dict]
     cuts: dict
-    class_source: str
+    domains: dict
+    draws: list[dict] = field(default_factory=list)
+    count_draw: tuple[int, int] | None = None
     metrics: dict = field(default_factory=dict)
-    #: The flow run that drew the noise (and whose ledger entries paid for it).
+    owner: dict = field(default_factory=dict)
+    #: The flow run that drew (or replayed) the noise.
     run_id: str = ""
-    #: The data owner's utility check (clustering releases): F-measure and MatchPoint of the
-    #: release's clustering against the owner's clustering of the original records. Computed
-    #: on the private data, so it is *not* differentially private: it goes to the run's log and
-    #: artifacts, never into the published manifest.
-    utility: dict = field(default_factory=dict)
-
-
-def _class_column(frame: pd.DataFrame, policy: ReleasePolicy) -> tuple[pd.DataFrame, str, str]:
-    """The class the specializations are scored by: a column, or the owner's clustering."""
-    from privgate.core.dp.dpheter import cluster_class_labels
-
-    dp = policy.differential_privacy
-    if dp.class_column is not None:
-        return frame, dp.class_column, f"column {dp.class_column!r}"
-    method = "bisecting" if dp.clustering == "bisecting_kmeans" else "kmeans"
-    labels = cluster_class_labels(frame, policy.quasi_identifiers, dp.clusters, method=method)
-    scored = frame.assign(**{CLUSTER_COLUMN: [f"c{label}" for label in labels]})
-    return scored, CLUSTER_COLUMN, f"{dp.clustering} clustering into {dp.clusters} clusters"
 
 
 def dp_release(
@@ -121,58 +238,44 @@ def dp_release(
     policy: ReleasePolicy,
     hierarchies: dict[str, Hierarchy],
     accountant: Accountant,
-    run_id: str = "",
 ) -> DPTable:
-    """DPHeter: differentially private top-down specialization of the quasi-identifiers.
+    """DPHeter on a policy's table: DP top-down specialization of the quasi-identifiers.
 
-    Categorical quasi-identifiers are specialized down their hierarchies, numeric ones
-    (``type: integer`` or ``float``) by split points chosen with the exponential mechanism; the
-    leaf partitions are released with noisy counts. Every spend goes through ``accountant``.
+    Categorical quasi-identifiers are specialized down their hierarchies over their declared
+    domains, numeric ones by split points chosen with the exponential mechanism over their
+    declared bounds; the leaf partitions (all of them, empty ones included) are released with
+    discrete-Laplace counts. Every draw goes through ``accountant``.
     """
     from privgate.core.dp.dpheter import DPHeterConfig, dpheter_release
 
     dp = policy.differential_privacy
     started = time.perf_counter()
-    qis = policy.quasi_identifiers
-    numeric = [q for q in qis if policy.columns[q].type in (ColumnType.INTEGER, ColumnType.FLOAT)]
-    categorical = {q: hierarchies[q] for q in qis if q not in numeric}
-    scored, class_column, class_source = _class_column(frame, policy)
+    domains = declared_domains(policy, hierarchies)
+    records, rule = restrict_to_declared_domains(frame, domains)
     config = DPHeterConfig(
         epsilon=dp.epsilon, rounds=dp.rounds, count_share=dp.count_share, score=dp.score
     )
-    # Numeric domains must be public (DiffGen's assumption): the policy's declared bounds, never
-    # the data's own minimum and maximum (the policy requires them for a DP release).
-    bounds = {q: (policy.columns[q].minimum, policy.columns[q].maximum) for q in numeric}
     result = dpheter_release(
-        scored,
-        class_column=class_column,
-        categorical=categorical,
-        numeric=numeric,
+        records,
+        class_column=domains.class_column,
+        class_domain=domains.classes,
+        categorical={q: hierarchies[q] for q in domains.categorical},
+        numeric=list(domains.numeric),
+        numeric_bounds=domains.numeric,
+        domains=domains.categorical,
         config=config,
         accountant=accountant,
-        numeric_bounds=bounds,
     )
-    # The exact information-gain scores are the data owner's audit, not publishable.
     public = result.to_dict()
     epsilon, delta = accountant.total
     table = result.table
-    utility = {}
-    if dp.clusters is not None:
-        # The noise is drawn and paid for: a failure of this (non-private, owner-side) check
-        # must not lose it, or a rerun would draw and pay again. It is reported instead.
-        try:
-            utility = _clustering_agreement(result, scored, policy)
-        except Exception as exc:  # noqa: BLE001 - any failure, reported as data
-            utility = {"error": f"{type(exc).__name__}: {exc}"}
-    metrics = {
-        "algorithm": "dpheter",
-        "input_rows": len(frame),
-        "partitions": len(table),
-        "noisy_total": int(table[COUNT_COLUMN].sum()),
-        "epsilon": epsilon,
-        "delta": delta,
-        "seconds": round(time.perf_counter() - started, 4),
-    }
+    draws: list[dict] = []
+    count_draw = None
+    if isinstance(accountant, JournaledAccountant):
+        used = accountant.used_draws
+        draws = [record.to_dict() for record in used]
+        counts = [r for r in used if r.step == LEAF_COUNTS_STEP]
+        count_draw = (counts[-1].seq, counts[-1].attempt) if counts else None
     return DPTable(
         frame=table,
         epsilon=epsilon,
@@ -181,61 +284,130 @@ def dp_release(
         budget_split=dict(public["budget"]),
         specializations=list(public["specializations"]),
         cuts=dict(public["cuts"]),
-        class_source=class_source,
-        metrics=metrics,
-        run_id=run_id,
-        utility=utility,
+        domains=domains.to_dict(),
+        draws=draws,
+        count_draw=count_draw,
+        metrics={
+            "algorithm": "dpheter",
+            "partitions": len(table),
+            "noisy_total": int(table[COUNT_COLUMN].sum()),
+            "epsilon": epsilon,
+            "delta": delta,
+        },
+        owner={
+            **rule,
+            "replayed_draws": getattr(accountant, "replayed", 0),
+            "seconds": round(time.perf_counter() - started, 4),
+        },
     )
 
 
-def _clustering_agreement(result, scored: pd.DataFrame, policy: ReleasePolicy) -> dict:
-    """Cluster the release as the owner clustered the original; compare the two labelings."""
-    from privgate.core.dp.dpheter import cluster_release
-    from privgate.core.utility import f_measure, match_point
+def run_dp_release(
+    frame: pd.DataFrame,
+    policy: ReleasePolicy,
+    hierarchies: dict[str, Hierarchy],
+    *,
+    release_id: str,
+    run_id: str,
+    ledger: BudgetLedger,
+) -> DPTable:
+    """Make (or replay) one DP release, paid for through the ledger.
 
+    Opens the dataset's account with the policy's lifetime budget (an existing account keeps its
+    own: a lifetime budget changes only explicitly, with a reason), then runs
+    :func:`dp_release` through a :class:`~privgate.core.dp.journal.JournaledAccountant`: the
+    release's ε is reserved before the first draw, and draws already journaled for this release
+    (a retry after a crash) are replayed rather than drawn and paid for again.
+
+    Raises
+    ------
+    BudgetExceededError
+        The release's ε does not fit what is left of the lifetime budget; nothing was drawn.
+    LedgerError
+        The ledger is unreachable, the account's budget differs from the policy's, or the
+        journaled draws do not match this release's settings.
+    """
     dp = policy.differential_privacy
-    method = "bisecting" if dp.clustering == "bisecting_kmeans" else "kmeans"
-    original = scored[CLUSTER_COLUMN].to_numpy()
-    released = cluster_release(result, scored, dp.clusters, method=method)
-    return {
-        "clustering": dp.clustering,
-        "clusters": dp.clusters,
-        "f_measure": float(f_measure(original, released)),
-        "match_point": float(match_point(original, released)),
-    }
+    account = ledger.open_account(policy.dataset, dp.budget.epsilon, dp.budget.delta)
+    reserved = ledger.reservation(policy.dataset, release_id)
+    _log.info(
+        "dp: %s with epsilon=%g; dataset %r has (epsilon=%s, delta=%s) left of its lifetime "
+        "budget%s",
+        dp.method,
+        dp.epsilon,
+        policy.dataset,
+        *account.exact_remaining_text,
+        f" (release {release_id} already reserved: replaying its journal)" if reserved else "",
+    )
+    accountant = JournaledAccountant(
+        ledger, policy.dataset, release_id, run_id, budget=(dp.epsilon, 0.0)
+    )
+    table = dp_release(frame, policy, hierarchies, accountant)
+    _log.info(
+        "dp: %d partitions, spent (epsilon=%g, delta=%g) in %d draws (%d replayed); owner-side, "
+        "not published: %d input rows, %d kept by the declared-domain rule, excluded %s, "
+        "clamped %s, %.2fs",
+        len(table.frame),
+        table.epsilon,
+        table.delta,
+        len(table.draws),
+        table.owner["replayed_draws"],
+        table.owner["input_rows"],
+        table.owner["kept_rows"],
+        table.owner["excluded_by_column"] or "none",
+        table.owner["clamped_by_column"] or "none",
+        table.owner["seconds"],
+    )
+    return DPTable(**{**table.__dict__, "run_id": run_id})
+
+
+# ----------------------------------------------------------------------------------------------
+# Utility from the DP output alone
+
+
+def expected_absolute_noise(scale: float) -> float:
+    """E|Z| of discrete Laplace noise with ``P[Z = z]`` proportional to ``exp(-|z| / scale)``.
+
+    With ``a = exp(-1 / scale)``: ``E|Z| = 2a / (1 - a^2)`` (sum of ``|z| a^|z|`` over the
+    integers, normalized by ``(1 + a) / (1 - a)``). A public number: it depends on ε only.
+    """
+    a = math.exp(-1.0 / scale)
+    return 2 * a / (1 - a * a)
 
 
 def check_dp_utility(table: DPTable, policy: ReleasePolicy):
-    """The utility gate of a DP release: the policy's ``min_f_measure`` / ``min_match_point``
-    against the owner's clustering agreement (see :attr:`DPTable.utility`)."""
+    """The utility gate of a DP release: ``max_relative_noise``, from the DP output alone.
+
+    The measure is the expected absolute noise of all released counts (partitions times the
+    leaf counts' ``E|Z|``, a function of ε and the cuts) over the noisy total: post-processing
+    of the release and public parameters, so letting it decide publication leaks nothing more.
+    Comparisons with the private table are refused by the policy model for DP releases.
+    """
     from privgate.core.utility import UtilityDecision
 
     thresholds = policy.utility.thresholds if policy.utility is not None else None
+    limit = getattr(thresholds, "max_relative_noise", None) if thresholds is not None else None
+    counts = [s for s in table.spends if s["step"] == LEAF_COUNTS_STEP]
+    scale = counts[-1]["scale"] if counts else None
+    measured = None
+    if scale:
+        noise = expected_absolute_noise(scale) * table.metrics["partitions"]
+        measured = noise / max(table.metrics["noisy_total"], 1)
     checks, reasons = [], []
-    for key, measure in (("min_f_measure", "f_measure"), ("min_match_point", "match_point")):
-        limit = getattr(thresholds, key, None) if thresholds is not None else None
-        if limit is None:
-            continue
-        measured = table.utility.get(measure)
-        held = measured is not None and measured >= limit
-        if "error" in table.utility:
-            reasons.append(f"utility.thresholds.{key}: not measured ({table.utility['error']})")
-            checks.append({"threshold": key, "limit": limit, "subject": measure, "held": False})
-            continue
+    if limit is not None:
+        held = measured is not None and measured <= limit
         checks.append(
             {
-                "threshold": key,
+                "threshold": "max_relative_noise",
                 "limit": limit,
-                "subject": measure,
+                "subject": "relative_noise",
                 "measured": measured,
                 "held": held,
             }
         )
         if not held:
             reasons.append(
-                f"utility.thresholds.{key} = {limit:g} not met: {measure} of the release's "
-                f"clustering is {measured:.4f}"
-                if measured is not None
-                else f"utility.thresholds.{key}: not measured (set differential_privacy.clusters)"
+                f"utility.thresholds.max_relative_noise = {limit:g} not met: the released "
+                f"counts' expected noise is {measured:.4f} of their noisy total"
             )
-    return UtilityDecision(not reasons, reasons, {"checks": checks, "measured": table.utility})
+    return UtilityDecision(not reasons, reasons, {"checks": checks, "relative_noise": measured})

@@ -98,3 +98,22 @@ def test_run_in_a_fresh_process_blocks_impossible_k(shared_data, tmp_path):
     ]
     assert "Traceback" not in result.stderr + result.stdout
     assert not any(tmp_path.iterdir())
+
+
+def test_dp_dry_run_through_the_cli_draws_reserves_and_creates_nothing(
+    shared_data, tmp_path, _private_data_dir
+):
+    """A fresh process, as a user runs it: the dry run reports what would be spent, exit 0,
+    and leaves no ledger file, no account and no release behind."""
+    shared_data("arx/adult.csv")
+    result = _cli(
+        "run", "policies/adult-dp.yaml", "--dry-run", "--output", str(tmp_path / "out"),
+        cwd=REPO,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "would reserve epsilon 0.5 of the 2 left (1.5 after it)" in result.stdout
+    assert "Traceback" not in result.stderr
+    assert list(_private_data_dir.iterdir()) == []
+    assert not (tmp_path / "out" / "adult-dp").exists() or not any(
+        (tmp_path / "out" / "adult-dp").iterdir()
+    )

@@ -65,6 +65,7 @@ def server(tmp_path_factory):
         PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
         PREFECT_LOCAL_STORAGE_PATH=str(home / "results"),
         PREFECT_UI_ENABLED="true",
+        PRIVGATE_DATA_DIR=str(home / "privgate-data"),  # the served runs' ε ledger
     )
     prefect = str(Path(sys.executable).with_name("prefect"))
     log = open(home / "server.log", "w")  # noqa: SIM115 - closed in teardown
@@ -222,15 +223,15 @@ def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_sta
     shutil.rmtree(output)
 
 
-def _write_dp_policy(path: Path, output: Path, min_match_point: float) -> None:
-    """Adult's DP policy with absolute paths, a clustering-agreement threshold, 4 rounds."""
+def _write_dp_policy(path: Path, output: Path, max_relative_noise: float) -> None:
+    """Adult's DP policy with absolute paths, a utility threshold, 4 rounds."""
     import yaml
 
     from privgate.core.policy import load_policy
 
     data = load_policy(REPO / "policies" / "adult-dp.yaml").model_dump(mode="json")
     data["differential_privacy"]["rounds"] = 4
-    data["utility"] = {"thresholds": {"min_match_point": min_match_point}}
+    data["utility"] = {"thresholds": {"max_relative_noise": max_relative_noise}}
     data["output"]["directory"] = str(output)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
@@ -240,13 +241,13 @@ def test_dp_run_failing_the_utility_check_is_retried_without_a_second_spend(
 ):
     """A DP run blocked by an unreachable utility threshold has already drawn (and paid for)
     its noise. After the fix, `prefect flow-run retry` publishes that same noise: the DP task
-    is Cached, and the ledger holds one spend of epsilon = 0.5, not two."""
+    replays the ledger's journal, and the ledger holds one reservation of 0.5, not two."""
     from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
 
     api = server["api"]
     output = tmp_path / "out"
     policy = tmp_path / "adult-dp.yaml"
-    _write_dp_policy(policy, output, min_match_point=1.0)
+    _write_dp_policy(policy, output, max_relative_noise=1e-9)
     created = httpx.post(
         f"{api}/deployments/{served['deployment']['id']}/create_flow_run",
         json={"parameters": {"parameters": {"policy_path": str(policy)}}},
@@ -257,10 +258,12 @@ def test_dp_run_failing_the_utility_check_is_retried_without_a_second_spend(
     failed = _wait_terminal(api, run_id)
     assert failed["state"]["type"] == "FAILED"
     assert "utility gate blocked DP release" in failed["state"]["message"], failed["state"]
-    ledger = BudgetLedger(default_ledger_url(output))
+    ledger = BudgetLedger(default_ledger_url(server["home"] / "privgate-data"))
     assert ledger.account("adult-dp").spent_epsilon == pytest.approx(0.5)
+    (release_id,) = ledger.account("adult-dp").releases()
+    drawn = [(d.seq, d.attempt, d.value) for d in ledger.draws("adult-dp", release_id)]
 
-    _write_dp_policy(policy, output, min_match_point=0.1)  # the fix
+    _write_dp_policy(policy, output, max_relative_noise=0.5)  # the fix
     prefect = str(Path(sys.executable).with_name("prefect"))
     subprocess.run(
         [prefect, "flow-run", "retry", run_id], env=server["env"], check=True,
@@ -269,13 +272,10 @@ def test_dp_run_failing_the_utility_check_is_retried_without_a_second_spend(
     retried = _wait_terminal(api, run_id)
     assert retried["state"]["type"] == "COMPLETED", retried["state"]
     assert "DP gate PASSED" in retried["state"]["message"]
-    dp_states = [
-        t["state"]["name"] for t in _task_runs(api, run_id) if t["name"].startswith("dp-release")
-    ]
-    assert dp_states.count("Completed") == 1 and dp_states[-1] == "Cached", dp_states
     account = ledger.account("adult-dp")
     assert account.spent_epsilon == pytest.approx(0.5)  # no second spend
-    assert len(account.published) == 1
+    assert [(d.seq, d.attempt, d.value) for d in ledger.draws("adult-dp", release_id)] == drawn
+    assert list(account.published) == [release_id]
     shutil.rmtree(output)
 
 

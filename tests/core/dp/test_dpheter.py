@@ -17,13 +17,21 @@ from privgate.core.dp.dpheter import (
     dpheter_release,
 )
 from privgate.core.dp.heterogeneous import heterogeneous_adult
-from privgate.core.exceptions import BudgetExceededError, PolicyError
-from privgate.core.hierarchy import ARXHierarchy, taxonomy_hierarchy
+from privgate.core.exceptions import (
+    BudgetExceededError,
+    HierarchyError,
+    PolicyError,
+    SchemaValidationError,
+)
+from privgate.core.hierarchy import ARXHierarchy, MaskingHierarchy, taxonomy_hierarchy
 from privgate.core.utility import f_measure, match_point
 
 HUGE = 1e7  # epsilon at which the exponential mechanism is an argmax and noise rounds to 0
 CATEGORICAL = ("workclass", "education", "marital-status", "race", "sex")
 NUMERIC = ("age", "hours-per-week")
+#: Declared public bounds (UCI's documented ranges; never read from the data).
+BOUNDS = {"age": (17, 90), "hours-per-week": (1, 99)}
+CLASSES = ["<=50K", ">50K"]
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +53,10 @@ def _release(adult, hierarchies, config, **kwargs):
     return dpheter_release(
         adult,
         class_column="income",
+        class_domain=CLASSES,
         categorical=categorical,
         numeric=list(NUMERIC),
+        numeric_bounds=BOUNDS,
         set_valued=set_valued,
         config=config,
         **kwargs,
@@ -70,7 +80,7 @@ def test_initial_cut_is_the_root_and_all_budget_goes_to_the_counts(adult, hierar
     assert len(result.table) == 1
     row = result.table.iloc[0]
     assert all(row[c] == "*" for c in CATEGORICAL)
-    assert row["age"] == f"{adult['age'].min()}-{adult['age'].max()}"
+    assert row["age"] == "17-90"  # the declared bounds, whatever the data holds
     assert row["occupation"] == frozenset({"*"})
     assert row["count"] == len(adult)
     assert result.specializations == []
@@ -82,7 +92,7 @@ def test_each_round_specializes_exactly_one_cut_element(adult, hierarchies):
     assert [s["round"] for s in result.specializations] == list(range(1, 9))
     # Replaying the history from the most general cut gives the final cuts.
     cuts = {c: ["*"] for c in CATEGORICAL}
-    cuts.update({c: [f"{adult[c].min()}-{adult[c].max()}"] for c in NUMERIC})
+    cuts.update({c: [f"{low}-{high}"] for c, (low, high) in BOUNDS.items()})
     cuts["occupation"] = [["*"]]
     for step in result.specializations:
         cut = cuts[step["attribute"]]
@@ -154,8 +164,10 @@ def test_huge_epsilon_picks_the_max_score_specialization(adult, hierarchies):
     result = dpheter_release(
         adult,
         class_column="income",
+        class_domain=CLASSES,
         categorical=categorical,
         numeric=list(NUMERIC),
+        numeric_bounds=BOUNDS,
         config=DPHeterConfig(epsilon=HUGE, rounds=1),
     )
     # Independent scores of every root specialization.
@@ -181,6 +193,7 @@ def test_numeric_split_points_are_candidate_values_and_the_best_at_huge_epsilon(
     result = dpheter_release(
         adult,
         class_column="income",
+        class_domain=CLASSES,
         categorical={},
         numeric=["age"],
         config=DPHeterConfig(epsilon=HUGE, rounds=3),
@@ -198,7 +211,7 @@ def test_numeric_split_points_are_candidate_values_and_the_best_at_huge_epsilon(
     age, income = adult["age"].to_numpy(), adult["income"]
     best = max(range(1, 121), key=lambda t: _gain(pd.Series(age < t), income))
     assert first["split"] == best
-    assert result.cuts["age"]["bounds_source"] == "declared"
+    assert result.cuts["age"]["bounds"] == [0, 120]
 
 
 def test_set_valued_children_are_nonempty_subsets_and_low_counts_are_pruned(adult, hierarchies):
@@ -206,6 +219,8 @@ def test_set_valued_children_are_nonempty_subsets_and_low_counts_are_pruned(adul
     exact = dpheter_release(
         adult,
         class_column="income",
+        class_domain=CLASSES,
+        numeric_bounds={},
         categorical={},
         numeric=[],
         set_valued=set_valued,
@@ -227,6 +242,8 @@ def test_set_valued_children_are_nonempty_subsets_and_low_counts_are_pruned(adul
     pruned = dpheter_release(
         adult,
         class_column="income",
+        class_domain=CLASSES,
+        numeric_bounds={},
         categorical={},
         numeric=[],
         set_valued=set_valued,
@@ -268,10 +285,70 @@ def test_release_clustering_matches_the_original_at_huge_epsilon():
     result = dpheter_release(
         frame.assign(cls=labels),
         class_column="cls",
+        class_domain=[0, 1],
         categorical={"kind": kind},
         numeric=["level"],
+        numeric_bounds={"level": (0, 100)},
         config=DPHeterConfig(epsilon=HUGE, rounds=3),
     )
     predicted = cluster_release(result, frame, 2, "bisecting", seed=0)
     assert f_measure(labels, predicted) == 1.0
     assert match_point(labels, predicted) == 1.0
+
+
+def test_nothing_about_the_shape_comes_from_the_data(adult, hierarchies):
+    """Domains, bounds and classes are declared: an undeclared one is refused, never read."""
+    categorical, _ = hierarchies
+    with pytest.raises(PolicyError, match="no declared bounds"):
+        dpheter_release(
+            adult,
+            class_column="income",
+            class_domain=CLASSES,
+            categorical={},
+            numeric=["age"],
+            numeric_bounds={},
+            config=DPHeterConfig(epsilon=1.0, rounds=1),
+        )
+    with pytest.raises(SchemaValidationError, match="outside its declared domain"):
+        dpheter_release(
+            adult,
+            class_column="income",
+            class_domain=["<=50K", "unknown"],
+            categorical={"sex": categorical["sex"]},
+            numeric=[],
+            numeric_bounds={},
+            config=DPHeterConfig(epsilon=1.0, rounds=1),
+        )
+    zips = pd.DataFrame({"zip": ["12345", "12346", "12399"] * 20, "cls": [0, 1, 1] * 20})
+    masked = MaskingHierarchy("zip", length=5, levels=2)
+    with pytest.raises(HierarchyError, match="whole domain declared"):
+        dpheter_release(
+            zips,
+            class_column="cls",
+            class_domain=[0, 1],
+            categorical={"zip": masked},
+            numeric=[],
+            numeric_bounds={},
+            config=DPHeterConfig(epsilon=1.0, rounds=1),
+        )
+    domain = ["12345", "12346", "12399", "31337"]  # 31337 never occurs: a leaf all the same
+    declared = dpheter_release(
+        zips,
+        class_column="cls",
+        class_domain=[0, 1, 2],
+        categorical={"zip": masked},
+        domains={"zip": domain},
+        numeric=[],
+        numeric_bounds={},
+        config=DPHeterConfig(epsilon=HUGE, rounds=2),
+    )
+    # Round 1 splits the root into 123** and 31337 (single-child chains collapse), round 2
+    # 123** into 1234* and 12399: the empty declared leaf 31337 is released with count 0.
+    assert declared.cuts["zip"]["values"] == ["1234*", "12399", "31337"]
+    assert declared.table.set_index("zip")["count"].to_dict() == {
+        "1234*": 40,
+        "12399": 20,
+        "31337": 0,
+    }
+    assert declared.budget["classes"] == 3  # the declared classes, not the two observed
+    assert declared.budget["sensitivity"] == pytest.approx(math.log2(3))

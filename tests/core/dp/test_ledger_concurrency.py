@@ -1,5 +1,8 @@
 """The ledger never loses or double-counts a spend: concurrent processes and injected crashes.
 
+Every test runs against SQLite and a real PostgreSQL server (the ``postgres_url`` fixture:
+Debian's ``postgresql``, started on a loopback port), the backend a team's workers share.
+
 Every child process opens its own :class:`BudgetLedger` on the same database and reports each
 charge that *returned* to a file of its own (written and flushed before anything else happens,
 so a later ``os._exit`` cannot lose the report). The parent then reads the ledger back and
@@ -19,14 +22,18 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
 from privgate.core.exceptions import BudgetExceededError
 
-#: Fresh interpreters, not forks: a fork of a test process that already runs Prefect's harness
-#: (threads, event loops, log handlers) inherits their half-held locks and can die on its own.
-PROCESSES = multiprocessing.get_context("spawn")
+#: Children come from a fork server, not from this process: a fork of a test process that
+#: already runs Prefect's harness (threads, event loops, log handlers) inherits their half-held
+#: locks, while a fresh interpreter per child costs seconds. The server is single-threaded and
+#: has the ledger imported, so each child is a clean fork in milliseconds.
+PROCESSES = multiprocessing.get_context("forkserver")
+PROCESSES.set_forkserver_preload(["privgate.core.dp.ledger", "privgate.core.dp.release"])
 #: Seconds a child may take before the test calls it hung (a lost lock would hang it).
 JOIN_TIMEOUT = 120
 
@@ -155,41 +162,33 @@ def _assert_ledger_matches(ledger: BudgetLedger, dataset: str, reports: list[dic
     assert spent[1] <= Decimal(repr(account.budget_delta))
 
 
-def _database_urls() -> list[str]:
-    urls = ["sqlite"]
-    if os.environ.get("PRIVGATE_TEST_POSTGRES_URL"):
-        urls.append("postgresql")
-    return urls
-
-
-def _url(kind: str, tmp_path: Path) -> str:
-    return (
-        default_ledger_url(tmp_path)
-        if kind == "sqlite"
-        else os.environ["PRIVGATE_TEST_POSTGRES_URL"]
-    )
-
-
-@pytest.fixture(params=_database_urls())
+@pytest.fixture(params=["sqlite", "postgresql"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return _url(request.param, tmp_path)
+    if request.param == "sqlite":
+        return default_ledger_url(tmp_path)
+    return request.getfixturevalue("postgres_url")
 
 
-def test_equal_charges_from_six_processes_fill_the_budget_exactly(tmp_path: Path) -> None:
-    url = default_ledger_url(tmp_path)
+def _dataset() -> str:
+    """A fresh account name: tests share one PostgreSQL database."""
+    return f"adult-{uuid.uuid4().hex[:8]}"
+
+
+def test_equal_charges_from_six_processes_fill_the_budget_exactly(url: str, tmp_path: Path):
+    dataset = _dataset()
     with BudgetLedger(url) as ledger:
-        ledger.open_account("adult", 3.0)
+        ledger.open_account(dataset, 3.0)
     children = []
     for worker in range(6):
         report = tmp_path / f"w{worker}.jsonl"
-        children.append((_equal_writer, (url, "adult", worker, 20, report)))
+        children.append((_equal_writer, (url, dataset, worker, 20, report)))
     assert _run(children, PROCESSES.Event()) == [0] * 6
     reports = _reports(tmp_path)
     # 120 attempts of 0.05 against 3.0: exactly 60 fit, whoever wins the races.
     assert len(reports) == 60
     with BudgetLedger(url) as ledger:
-        _assert_ledger_matches(ledger, "adult", reports)
-        assert ledger.account("adult").remaining == (0.0, 0.0)
+        _assert_ledger_matches(ledger, dataset, reports)
+        assert ledger.account(dataset).remaining == (0.0, 0.0)
 
 
 def _equal_writer(url: str, dataset: str, worker: int, attempts: int, report: Path, start) -> None:
@@ -211,7 +210,7 @@ def _equal_writer(url: str, dataset: str, worker: int, attempts: int, report: Pa
 
 
 def test_mixed_multi_spend_charges_never_overdraw_or_lose_a_spend(url: str, tmp_path: Path) -> None:
-    dataset = f"adult-{uuid.uuid4().hex[:8]}"
+    dataset = _dataset()
     with BudgetLedger(url) as ledger:
         ledger.open_account(dataset, 2.0, 1e-7)
     children = [
@@ -227,26 +226,29 @@ def test_mixed_multi_spend_charges_never_overdraw_or_lose_a_spend(url: str, tmp_
 
 
 @pytest.mark.parametrize("rows_before_crash", [1, 3])
-def test_a_crash_inside_a_charge_leaves_none_of_it(tmp_path: Path, rows_before_crash: int) -> None:
-    url = default_ledger_url(tmp_path)
+def test_a_crash_inside_a_charge_leaves_none_of_it(
+    url: str, tmp_path: Path, rows_before_crash: int
+) -> None:
+    dataset = _dataset()
     with BudgetLedger(url) as ledger:
-        ledger.open_account("adult", 1.0)
-        ledger.charge("adult", release_id="r0", run_id="x", spends=[FakeSpend("laplace", 0.25)])
-    child = PROCESSES.Process(target=_die_inside_charge, args=(url, rows_before_crash))
+        ledger.open_account(dataset, 1.0)
+        ledger.charge(dataset, release_id="r0", run_id="x", spends=[FakeSpend("laplace", 0.25)])
+    child = PROCESSES.Process(target=_die_inside_charge, args=(url, dataset, rows_before_crash))
     child.start()
     child.join(JOIN_TIMEOUT)
     assert child.exitcode == 1
     with BudgetLedger(url) as ledger:
-        assert ledger.entries("adult", "crashed") == []
-        assert ledger.account("adult").spent_epsilon == 0.25
+        assert ledger.entries(dataset, "crashed") == []
+        assert ledger.account(dataset).spent_epsilon == 0.25
         # The dead writer's lock is gone and the file is intact: the next charge goes through.
-        ledger.charge("adult", release_id="r1", run_id="y", spends=[FakeSpend("laplace", 0.75)])
-        assert ledger.account("adult").remaining == (0.0, 0.0)
-    with sqlite3.connect(tmp_path / "privacy-ledger.sqlite") as raw:
-        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        ledger.charge(dataset, release_id="r1", run_id="y", spends=[FakeSpend("laplace", 0.75)])
+        assert ledger.account(dataset).remaining == (0.0, 0.0)
+    if url.startswith("sqlite"):
+        with sqlite3.connect(tmp_path / "privacy-ledger.sqlite") as raw:
+            assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
-def _die_inside_charge(url: str, rows_before_crash: int) -> None:
+def _die_inside_charge(url: str, dataset: str, rows_before_crash: int) -> None:
     insert = BudgetLedger._insert_entry
     inserted = 0
 
@@ -260,7 +262,7 @@ def _die_inside_charge(url: str, rows_before_crash: int) -> None:
     BudgetLedger._insert_entry = insert_then_die
     ledger = BudgetLedger(url)
     ledger.charge(
-        "adult",
+        dataset,
         release_id="crashed",
         run_id="z",
         spends=[FakeSpend("laplace", 0.1), FakeSpend("laplace", 0.1), FakeSpend("laplace", 0.1)],
@@ -268,47 +270,118 @@ def _die_inside_charge(url: str, rows_before_crash: int) -> None:
     os._exit(3)  # pragma: no cover - never reached
 
 
-def test_a_crash_after_the_noise_was_drawn_still_counts(tmp_path: Path) -> None:
-    url = default_ledger_url(tmp_path)
+def test_writers_and_crashing_writers_together(url: str, tmp_path: Path) -> None:
+    dataset = _dataset()
     with BudgetLedger(url) as ledger:
-        ledger.open_account("adult", 1.0)
-    child = PROCESSES.Process(target=_charge_draw_and_die, args=(url,))
-    child.start()
-    child.join(JOIN_TIMEOUT)
-    assert child.exitcode == 1
-    with BudgetLedger(url) as ledger:
-        (entry,) = ledger.entries("adult", "noisy")
-        assert (entry.epsilon, entry.run_id) == (0.6, "dead-run")
-        account = ledger.account("adult")
-        assert account.remaining == (0.4, 0.0)
-        assert account.published == {}
-        with pytest.raises(BudgetExceededError, match=r"remaining \(epsilon=0.4"):
-            ledger.check("adult", 0.6)
-
-
-def _charge_draw_and_die(url: str) -> None:
-    ledger = BudgetLedger(url)
-    ledger.charge(
-        "adult", release_id="noisy", run_id="dead-run", spends=[FakeSpend("laplace", 0.6)]
-    )
-    np.random.default_rng(0).laplace(scale=1 / 0.6, size=100)  # the noise, then the crash
-    os._exit(1)
-
-
-def test_writers_and_crashing_writers_together(tmp_path: Path) -> None:
-    url = default_ledger_url(tmp_path)
-    with BudgetLedger(url) as ledger:
-        ledger.open_account("adult", 2.0, 1e-7)
+        ledger.open_account(dataset, 2.0, 1e-7)
     children = [
-        (_writer, (url, "adult", worker, 15, tmp_path / f"w{worker}.jsonl")) for worker in range(3)
+        (_writer, (url, dataset, worker, 15, tmp_path / f"w{worker}.jsonl")) for worker in range(3)
     ]
     children += [
-        (_crasher, (url, "adult", worker, crash_at, tmp_path / f"c{worker}.jsonl"))
+        (_crasher, (url, dataset, worker, crash_at, tmp_path / f"c{worker}.jsonl"))
         for worker, crash_at in ((3, 2), (4, 5), (5, 8))
     ]
     assert _run(children, PROCESSES.Event()) == [0, 0, 0, 1, 1, 1]
     reports = _reports(tmp_path)
     with BudgetLedger(url) as ledger:
-        _assert_ledger_matches(ledger, "adult", reports)
+        _assert_ledger_matches(ledger, dataset, reports)
         crashed = {f"c{worker}-a{crash_at}" for worker, crash_at in ((3, 2), (4, 5), (5, 8))}
-        assert not [e for e in ledger.entries("adult") if e.release_id in crashed]
+        assert not [e for e in ledger.entries(dataset) if e.release_id in crashed]
+
+
+def _toy_policy(tmp_path: Path, dataset: str) -> dict:
+    """A small DP policy over a seeded table: two quasi-identifiers, a declared class."""
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], 300),
+            "age": rng.integers(18, 90, 300),
+            "cls": rng.choice(["low", "high"], 300),
+        }
+    )
+    frame.to_csv(tmp_path / "toy.csv", index=False)
+    return {
+        "dataset": dataset,
+        "input": {"path": str(tmp_path / "toy.csv"), "format": "csv"},
+        "columns": {
+            "sex": {
+                "role": "quasi_identifier",
+                "hierarchy": {"kind": "taxonomy", "tree": {"person": ["F", "M"]}},
+            },
+            "age": {
+                "role": "quasi_identifier",
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 99,
+                "hierarchy": {"kind": "interval", "bands": [10, 50]},
+            },
+            "cls": {"role": "sensitive", "categories": ["low", "high"]},
+        },
+        "differential_privacy": {
+            "epsilon": 0.5,
+            "rounds": 2,
+            "class_column": "cls",
+            "budget": {"epsilon": 2.0},
+        },
+        "output": {"directory": str(tmp_path / "releases")},
+    }
+
+
+def _one_release(url: str, policy_json: dict, day: int, report: Path, start) -> None:
+    """One nightly DP release, end to end in core: reserve, draw, verify, publish, mark."""
+    from datetime import date
+
+    from privgate.core.dp.pipeline import build_dp_manifest, dp_release_id, stage_and_verify
+    from privgate.core.dp.release import run_dp_release
+    from privgate.core.hierarchy import hierarchies_for
+    from privgate.core.ingest import read_table
+    from privgate.core.policy import ReleasePolicy
+    from privgate.core.publish import publish
+
+    policy = ReleasePolicy.model_validate(policy_json)
+    frame = read_table(policy.input)
+    hierarchies = hierarchies_for(policy)
+    release_id = dp_release_id(policy, date(2026, 12, day))
+    start.wait()
+    with BudgetLedger(url) as ledger:
+        try:
+            table = run_dp_release(
+                frame, policy, hierarchies, release_id=release_id, run_id=f"run-{day}",
+                ledger=ledger,
+            )  # fmt: skip
+        except BudgetExceededError:
+            report.write_text(json.dumps({"release": release_id, "outcome": "refused"}))
+            return
+        staged, decision = stage_and_verify(table, policy, release_id, ledger)
+        assert decision.passed, decision.reasons
+        manifest = build_dp_manifest(
+            policy, release_id, date(2026, 12, day), table, staged, decision
+        )
+        path = publish(staged, manifest)
+        ledger.mark_published(policy.dataset, release_id, str(path), f"run-{day}")
+    report.write_text(json.dumps({"release": release_id, "outcome": "published"}))
+
+
+def test_eight_concurrent_releases_on_a_budget_for_four(url: str, tmp_path: Path) -> None:
+    """Reservation before the first draw: four publish, four are refused having drawn nothing."""
+    dataset = _dataset()
+    policy = _toy_policy(tmp_path, dataset)
+    with BudgetLedger(url) as ledger:
+        ledger.open_account(dataset, 2.0, 0.0)
+    children = [
+        (_one_release, (url, policy, day, tmp_path / f"r{day}.json")) for day in range(1, 9)
+    ]
+    assert _run(children, PROCESSES.Event()) == [0] * 8
+    outcomes = [json.loads((tmp_path / f"r{day}.json").read_text()) for day in range(1, 9)]
+    published = [o["release"] for o in outcomes if o["outcome"] == "published"]
+    refused = [o["release"] for o in outcomes if o["outcome"] == "refused"]
+    assert len(published) == 4 and len(refused) == 4
+    folders = sorted(p.name for p in (tmp_path / "releases" / dataset).iterdir())
+    assert folders == sorted(published)
+    with BudgetLedger(url) as ledger:
+        account = ledger.account(dataset)
+        assert account.spent_epsilon == 2.0  # four reservations of 0.5, nothing burned
+        assert sorted(account.published) == sorted(published)
+        for release in refused:
+            assert ledger.draws(dataset, release) == []
+            assert ledger.reservation(dataset, release) is None

@@ -1,0 +1,261 @@
+"""The DP branch's stages as plain functions: what ``tasks/dp.py`` wraps and the flow composes.
+
+release id -> (dry run: a read-only budget check) -> :func:`~privgate.core.dp.release.
+run_dp_release` -> utility (from the DP output) -> :func:`stage_and_verify` -> manifest ->
+publish + ledger mark. Nothing here imports Prefect.
+
+What is published about a DP release is a function of the policy, the declared domains, the
+release date and the DP outputs only: its id, its manifest (:func:`build_dp_manifest`) and its
+summary. Exact facts about the private input (row count, content hash, run time, how many
+records the declared-domain rule excluded) appear in the data owner's log, never there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from datetime import date
+
+from privgate.core.dp.gate import verify_dp_release
+from privgate.core.dp.ledger import BudgetLedger, configured_ledger_url, ledger_exists
+from privgate.core.dp.release import COUNT_COLUMN, DPTable, expected_absolute_noise, open_ledger
+from privgate.core.gate import GateDecision
+from privgate.core.policy import ReleasePolicy
+from privgate.core.publish import (
+    StagedRelease,
+    discard,
+    make_release_id,
+    sha256_file,
+    stage_release,
+)
+
+__all__ = [
+    "build_dp_manifest",
+    "dp_release_id",
+    "dry_run_check",
+    "noise_token",
+    "plain_words",
+    "stage_and_verify",
+    "summary_markdown",
+]
+
+
+def _settings_digest(policy: ReleasePolicy, *sections: str) -> str:
+    dumped = policy.model_dump(mode="json", include=set(sections))
+    return hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()
+
+
+def dp_release_id(policy: ReleasePolicy, release_date: date) -> str:
+    """A DP release's id: dataset, DP settings, declared columns and date — never the data.
+
+    One DP release per policy and day, published once; a hash of the private input would be an
+    exact function of the data that a reader could test guesses against.
+    """
+    digest = _settings_digest(policy, "dataset", "columns", "differential_privacy")
+    return make_release_id("differential-privacy", digest, release_date)
+
+
+def noise_token(policy: ReleasePolicy, input_sha256: str, release_id: str) -> str:
+    """Cache key of a DP stage's result: the data, what the mechanism reads, the release and
+    the ledger that paid for it (the noise itself is journaled in that ledger)."""
+    sections = _settings_digest(policy, "dataset", "input", "columns", "differential_privacy")
+    key = f"{input_sha256}:{sections}:{release_id}:{configured_ledger_url()}"
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def dry_run_check(policy: ReleasePolicy, release_id: str, ledger_url: str | None = None) -> dict:
+    """Whether the release's ε would fit, read without drawing, reserving or creating anything.
+
+    A ledger that does not exist yet is not created (its budget would be the policy's, all of
+    it left). Returns a JSON-ready outcome whose ``message`` says what would happen.
+
+    Raises
+    ------
+    BudgetExceededError
+        The release would not fit what is left.
+    """
+    from privgate.core.exceptions import BudgetExceededError
+
+    dp = policy.differential_privacy
+    url = ledger_url or configured_ledger_url()
+    remaining = dp.budget.epsilon
+    reserved = False
+    if ledger_exists(url):
+        with BudgetLedger(url) as ledger:
+            if policy.dataset in ledger.datasets():
+                account = ledger.account(policy.dataset)
+                remaining = float(account.exact_remaining_text[0])
+                reserved = ledger.reservation(policy.dataset, release_id) is not None
+    if not reserved and dp.epsilon > remaining * (1 + 1e-12):
+        raise BudgetExceededError(
+            f"dataset {policy.dataset!r}: DP release {release_id} would reserve epsilon="
+            f"{dp.epsilon:g}, but only {remaining:g} is left of its lifetime budget",
+            remaining=(remaining, 0.0),
+        )
+    after = remaining if reserved else remaining - dp.epsilon
+    message = (
+        f"dry run: DP release {release_id} "
+        + (
+            "is already reserved (a rerun would replay it)"
+            if reserved
+            else f"would reserve epsilon {dp.epsilon:g} of the {remaining:g} left "
+            f"({after:g} after it)"
+        )
+        + "; no noise drawn, nothing reserved or published"
+    )
+    return {
+        "release_id": release_id,
+        "path": None,
+        "published": False,
+        "dry_run": True,
+        "message": message,
+        "gate": {"passed": True, "reasons": [], "measurements": {"remaining_epsilon": after}},
+        "differential_privacy": {"epsilon": dp.epsilon, "spends": []},
+    }
+
+
+def stage_and_verify(
+    table: DPTable, policy: ReleasePolicy, release_id: str, ledger: BudgetLedger | None = None
+) -> tuple[StagedRelease, GateDecision]:
+    """Write the release into staging and run the DP gate on the written file.
+
+    The staging folder is removed again if verification raises (the caller never receives it).
+    """
+    staged = stage_release(
+        table.frame, policy.output.directory, policy.dataset, release_id, policy.output.format
+    )
+    try:
+        dp = policy.differential_privacy
+        with ledger or open_ledger() as opened:
+            decision = verify_dp_release(
+                staged.release_file,
+                expected_columns=[*policy.quasi_identifiers, COUNT_COLUMN],
+                forbidden_columns=policy.identifiers,
+                count_column=COUNT_COLUMN,
+                ledger=opened,
+                dataset=policy.dataset,
+                release_id=release_id,
+                used_draws=[(d["seq"], d["attempt"]) for d in table.draws],
+                count_draw=table.count_draw,
+                epsilon=dp.epsilon,
+                delta=0.0,
+            )
+    except BaseException:
+        discard(staged)
+        raise
+    return staged, decision
+
+
+def build_dp_manifest(
+    policy: ReleasePolicy,
+    release_id: str,
+    release_date: date,
+    table: DPTable,
+    staged: StagedRelease,
+    decision: GateDecision,
+    utility: dict | None = None,
+) -> dict:
+    """Everything an auditor needs about a DP release, and nothing exact about the input.
+
+    No row count, content hash or run time of the private input; the spends, sensitivities and
+    scales come from the declared domains and ε only; the cuts and specializations are DP
+    outputs; the draws name the journal entries the gate verified.
+    """
+    return {
+        "release_id": release_id,
+        "dataset": policy.dataset,
+        "release_date": release_date.isoformat(),
+        "privgate_version": _package_version(),
+        "python": platform.python_version(),
+        "input": {"path": str(policy.input.path)},
+        "output": {
+            "file": staged.release_file.name,
+            "sha256": sha256_file(staged.release_file),
+            "rows": len(table.frame),
+            "columns": list(table.frame.columns),
+        },
+        "policy": policy.model_dump(mode="json"),
+        "policy_sha256": policy.fingerprint(),
+        "differential_privacy": {
+            "method": policy.differential_privacy.method,
+            "epsilon": table.epsilon,
+            "delta": table.delta,
+            "privacy_unit": "one record (added or removed)",
+            "declared_domains": table.domains,
+            "budget_split": table.budget_split,
+            "spends": table.spends,
+            "draws": table.draws,
+            "specializations": table.specializations,
+            "cuts": table.cuts,
+        },
+        "metrics": table.metrics,
+        "utility": utility or {},
+        "gate": decision.to_dict(),
+    }
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("privgate")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def plain_words(table: DPTable) -> list[str]:
+    """The release's noise in plain words, one sentence per kind of step."""
+    lines = []
+    for spend in table.spends:
+        scale = spend.get("scale")
+        if spend["step"].startswith("DPHeter leaf counts") and scale:
+            lines.append(
+                f"Each published count has discrete Laplace noise of scale {scale:.3g}: on "
+                f"average it is off by {expected_absolute_noise(scale):.2f} records, and by more "
+                f"than {scale * 3:.0f} about 5 % of the time."
+            )
+    selections = [s for s in table.spends if s["mechanism"] == "exponential"]
+    if selections:
+        lines.append(
+            f"{len(selections)} specializations and split points were chosen by the "
+            f"exponential mechanism at epsilon {selections[0]['epsilon']:.3g} each (score "
+            f"sensitivity {selections[0]['sensitivity']:g}, from the declared classes)."
+        )
+    return lines
+
+
+def summary_markdown(
+    policy: ReleasePolicy,
+    release_id: str,
+    table: DPTable,
+    decision: GateDecision,
+    status: str,
+    where: str | None = None,
+) -> str:
+    """The run's Markdown summary: spends, the account, the decision, where the release went."""
+    m = decision.measurements
+    remaining = m.get("remaining_exact") or [m.get("remaining_epsilon"), m.get("remaining_delta")]
+    lines = [
+        f"# {policy.dataset} {release_id}: DP release {status}",
+        "",
+        f"- release: `{where}`" if where else "- nothing published",
+        f"- method: {policy.differential_privacy.method}, class: "
+        f"{table.domains.get('class_column')} (declared classes {table.domains.get('classes')})",
+        f"- this release's draws compose to epsilon = {table.epsilon:g} (delta = {table.delta:g})",
+        f"- lifetime budget epsilon = {m.get('budget_epsilon')}, spent "
+        f"{m.get('spent_epsilon')}, remaining {remaining[0]}",
+        f"- {len(table.frame)} leaf partitions",
+        *[f"- {line}" for line in plain_words(table)],
+        "",
+        "| step | mechanism | epsilon | delta | scale |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {s['step']} | {s['mechanism']} | {s['epsilon']:g} | {s['delta']:g} | "
+        f"{s['scale'] if s.get('scale') is not None else ''} |"
+        for s in table.spends
+    ]
+    if not decision.passed:
+        lines += ["", "Blocked: " + "; ".join(decision.reasons)]
+    return "\n".join(lines)
