@@ -1,16 +1,16 @@
-"""FELP: accuracy of DP feature selection vs the non-private ensemble (issue #6, item 3).
+"""FELP: accuracy of DP feature selection vs the non-private ensemble (issues 6 and 13).
 
 On three data sets (UCI Breast Cancer Wisconsin, scikit-learn's bundled WDBC, UCI Soybean
 (Large)), FELP (:func:`core.dp.felp.felp_select`, k = 20 subsets, beta = 0.9, lam = 1) keeps
 10 % of the features (``max(1, ceil(0.1 d))``), and an SVM (``SVC(C=1)``, RBF) and a 3-NN
-classifier are scored by 10-fold stratified cross-validation on the kept features only. Rows:
+classifier are scored by 10-fold stratified cross-validation on the kept features only. FELP is
+run only with its proven calibration (L1 sensitivity ``2 sqrt(d) / lam``, OpenDP Laplace noise)
+and each data set's *declared* public feature bounds. Rows:
 
 * **all features**: no selection;
 * **non-private FELP**: ``epsilon=None``, the same subsets as the private runs;
 * **FELP epsilon = ...**: the private selection, for every epsilon of the grid;
-* **random features**: ``n_keep`` features drawn uniformly (what pure noise would select);
-* **FELP, conservative sensitivity** at the largest epsilon: the noise calibrated to
-  ``2 / (m lam)`` (subset size) and ``2 / lam`` (worst case), see :mod:`privgate.core.dp.felp`.
+* **random features**: ``n_keep`` features drawn uniformly (what pure noise would select).
 
 Every FELP row is the mean over ``--reps`` repetitions; repetition ``r`` uses
 ``random_state = seed + r`` for the subsets (shared by the private and non-private rows) and
@@ -61,7 +61,7 @@ from privgate.core.dp.felp import felp_select, felp_sensitivity  # noqa: E402
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 SECTION_HEADING = "## FELP: DP ensemble feature selection vs the non-private ensemble (issue 6)"
-EPSILONS = (0.01, 0.05, 0.1, 0.5, 1.0)
+EPSILONS = (0.1, 1.0, 10.0, 100.0)
 N_SUBSETS, BETA, LAM = 20, 0.9, 1.0
 KEEP_FRACTION = 0.1
 
@@ -73,6 +73,34 @@ class Dataset:
     y: np.ndarray
     source: str
     note: str
+    #: Declared public per-feature bounds (lower, upper), with where they come from.
+    bounds: tuple
+    bounds_source: str
+
+
+def _wdbc_bounds(description: str, features: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The published min and max of every WDBC feature, from the dataset's own documentation
+    (scikit-learn's DESCR summary table), rounded outward: public, never read from the rows."""
+    found = {}
+    for line in description.splitlines():
+        if ":" in line:
+            name, _, rest = line.partition(":")
+            numbers = rest.split()
+            if len(numbers) == 2:
+                try:
+                    found[name.strip()] = (float(numbers[0]), float(numbers[1]))
+                except ValueError:
+                    continue
+    keys = []
+    for feature in features:
+        kind, _, base = feature.partition(" ")
+        if kind in ("mean", "worst"):
+            keys.append(f"{base} ({kind})")
+        else:  # "radius error" -> "radius (standard error)"
+            keys.append(f"{feature.removesuffix(' error')} (standard error)")
+    lower = np.array([math.floor(found[k][0] * 0.9 * 1000) / 1000 for k in keys])
+    upper = np.array([math.ceil(found[k][1] * 1.1 * 1000) / 1000 for k in keys])
+    return lower, upper
 
 
 @dataclass
@@ -115,6 +143,8 @@ def load_datasets() -> list[Dataset]:
             f"{len(bcw)} records; the {len(bcw) - len(complete)} with a missing `bare_nuclei` "
             f"dropped ({len(complete)} left, the usual 683); 9 attributes (the id dropped), "
             "2 classes",
+            (1.0, 10.0),
+            "1-10 (breast-cancer-wisconsin.names: every attribute is graded 1-10)",
         ),
         Dataset(
             "WDBC",
@@ -123,6 +153,9 @@ def load_datasets() -> list[Dataset]:
             "`sklearn.datasets.load_breast_cancer()` (bundled with scikit-learn, no download)",
             f"{wdbc.data.shape[0]} records, {wdbc.data.shape[1]} real-valued features, 2 classes, "
             "no missing values",
+            _wdbc_bounds(wdbc.DESCR, wdbc.feature_names),
+            "the published per-feature min and max of the dataset's documentation (the DESCR "
+            "summary table), widened by 10 %",
         ),
         Dataset(
             "Soybean",
@@ -133,6 +166,8 @@ def load_datasets() -> list[Dataset]:
             f"with a single record); the {missing} `?` replaced by the attribute's most frequent "
             "code (a non-private preprocessing step, the same for every row of the table; "
             "dropping incomplete records would remove 4 of the 19 classes entirely)",
+            (0.0, 6.0),
+            "0-6 (UCI's attribute codes; the widest attribute, date, has 7 codes)",
         ),
     ]
 
@@ -186,6 +221,7 @@ def measure(data: Dataset, args) -> dict:
                 beta=BETA,
                 lam=LAM,
                 random_state=args.seed + rep,
+                bounds=data.bounds,
                 **kwargs,
             )
             svm, knn = score(result.selected)
@@ -210,12 +246,13 @@ def measure(data: Dataset, args) -> dict:
                 beta=BETA,
                 lam=LAM,
                 random_state=args.seed,
+                bounds=data.bounds,
             ).weights
         )
     )
     rows = [plain]
     for epsilon in args.epsilons:
-        row = Row(f"FELP ε = {epsilon:g}", epsilon, felp_sensitivity(n, LAM, beta=BETA))
+        row = Row(f"FELP ε = {epsilon:g}", epsilon, felp_sensitivity(d, LAM))
         run(row, plain, epsilon=epsilon)
         rows.append(row)
     rng = np.random.default_rng(args.seed)
@@ -227,12 +264,6 @@ def measure(data: Dataset, args) -> dict:
         random_row.knn.append(knn)
         random_row.overlap.append(len(set(plain.selections[rep]) & set(chosen)) / n_keep)
     rows.append(random_row)
-    top = max(args.epsilons)
-    for calibration in ("subset", "worst_case"):
-        sens = felp_sensitivity(n, LAM, beta=BETA, calibration=calibration)
-        row = Row(f"FELP ε = {top:g}, sensitivity `{calibration}`", top, sens)
-        run(row, plain, epsilon=top, calibration=calibration)
-        rows.append(row)
     print(
         f"{data.name}: n={n}, d={d}, keep {n_keep}; all features SVM {all_svm:.4f} "
         f"3-NN {all_knn:.4f}; non-private {np.mean(plain.svm):.4f}/{np.mean(plain.knn):.4f}",
@@ -286,7 +317,8 @@ def table(result: dict) -> str:
     for row in result["rows"]:
         ratio = "—"
         if row.epsilon is not None:
-            expected_noise = d * row.sensitivity / row.epsilon  # mean of Gamma(d, s/eps)
+            # Laplace of scale b = s/eps per coordinate: E||noise||_2 ~ sqrt(2 d) b.
+            expected_noise = math.sqrt(2 * d) * row.sensitivity / row.epsilon
             ratio = f"{expected_noise / result['weight_norm']:.3g}"
         lines.append(
             f"| {row.label} | {n_keep} | "
@@ -302,7 +334,7 @@ def reading(results: Sequence[dict], epsilons: Sequence[float]) -> list[str]:
     for result in results:
         rows = result["rows"]
         plain = rows[0]
-        private = [r for r in rows if r.epsilon is not None and "sensitivity `" not in r.label]
+        private = [r for r in rows if r.epsilon is not None]
         random_row = next(r for r in rows if r.label == "random features")
         plain_svm = float(np.mean(plain.svm))
         close = [r.epsilon for r in private if np.mean(r.svm) >= plain_svm - 0.01]
@@ -353,15 +385,9 @@ def code_state() -> str:
         check=False,
     )
     head = proc.stdout.strip() if proc.returncode == 0 else "unknown commit"
-    files = [
-        REPO_ROOT / "core" / "dp" / "felp.py",
-        REPO_ROOT / "core" / "dp" / "unhardened_noise.py",
-    ]
+    files = [REPO_ROOT / "core" / "dp" / "felp.py", REPO_ROOT / "core" / "dp" / "mechanisms.py"]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()
-    return (
-        f"git {head} (working tree with uncommitted changes); sha256 of core/dp/felp.py + "
-        f"core/dp/unhardened_noise.py `{digest[:12]}`"
-    )
+    return f"git {head}; sha256 of core/dp/felp.py + core/dp/mechanisms.py `{digest[:12]}`"
 
 
 def section(results, args, started, seconds, load_before, load_after) -> str:
@@ -379,15 +405,16 @@ def section(results, args, started, seconds, load_before, load_after) -> str:
         + "; ".join(f"**{r['data'].name}** {r['data'].source}: {r['data'].note}" for r in results)
         + ".",
         f"- FELP (`core.dp.felp.felp_select`): k = {N_SUBSETS} subsets of round(β n) records "
-        f"drawn without replacement, β = {BETA}, λ = {LAM}; features min-max scaled to [0, 1] "
-        "with the data's range; nearest hit/miss by L1 distance in the unweighted scaled space; "
-        "margins clipped to L2 norm 1; weights w >= 0 minimising the mean logistic loss + "
-        "(λ/2)‖w‖² (L-BFGS-B); noise of density ∝ exp(-‖b‖ ε / s), norm Gamma(d, s/ε), drawn by "
-        "`sample_unhardened_l2_laplace_vector` (NumPy floating point, seeded from the OS; **not "
-        "hardened against floating-point attacks** like the OpenDP mechanisms). Sensitivity s = "
-        "2/(nλ) with n the full data size, as the issue specifies, unless the row says "
-        "`subset` (2/(mλ), m = round(β n)) or `worst_case` (2/λ: a record may be the nearest "
-        "hit/miss of every other record).",
+        f"drawn without replacement, β = {BETA}, λ = {LAM}; features scaled to [0, 1] with "
+        "declared bounds ("
+        + "; ".join(f"{r['data'].name}: {r['data'].bounds_source}" for r in results)
+        + "); nearest hit/miss by L1 distance in the unweighted scaled space; margins clipped "
+        "to L2 norm 1; weights w >= 0 minimising the mean logistic loss + (λ/2)‖w‖² "
+        "(L-BFGS-B), averaged and projected onto the L2 ball of radius 1/λ; Laplace noise per "
+        "coordinate drawn by OpenDP at L1 sensitivity s = 2√d/λ (the proven bound of "
+        "`core/dp/felp.py`: it holds for any two tables, because one record can change every "
+        "margin of its subsets; the earlier per-record calibrations 2/(nλ) and 2/(mλ) are "
+        "withdrawn: an audit refutes them, tests/core/dp/test_felp.py).",
         f"- Kept features: max(1, ceil(10 % of d)). Accuracy: mean {args.folds}-fold stratified "
         f"CV accuracy (`StratifiedKFold(shuffle=True, random_state={args.seed})`, the same folds "
         "in every row) of `SVC(C=1)` (RBF, gamma='scale') and `KNeighborsClassifier(3)`, each "
@@ -398,10 +425,10 @@ def section(results, args, started, seconds, load_before, load_after) -> str:
         "records share one code) that scikit-learn breaks by the training order, so its "
         "accuracy there says more about ties than about the feature.",
         f"- Repetitions: {args.reps} per FELP row (subsets seeded {args.seed}.."
-        f"{args.seed + args.reps - 1}, fresh OS noise each time); cells are mean ± sample "
+        f"{args.seed + args.reps - 1}, fresh OpenDP noise each time); cells are mean ± sample "
         "standard deviation over the "
         "repetitions. *Overlap* = |selected ∩ non-private selection of the same subsets| / "
-        "kept. *E‖noise‖ / ‖w̄‖* = expected noise norm d·s/ε over the norm of the non-private "
+        "kept. *E‖noise‖ / ‖w̄‖* = expected noise norm √(2d)·s/ε over the norm of the non-private "
         "averaged weights (subset seed "
         f"{args.seed}): above ~1 the noise, not the data, decides the ranking. *Most frequent "
         "set*: the column indices selected most often (and how often).",

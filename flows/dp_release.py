@@ -29,13 +29,15 @@ from privgate.core.dp.release import DPTable
 from privgate.core.exceptions import GateBlockedError, UtilityBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
-from privgate.core.publish import discard
+from privgate.core.publish import discard, sha256_file
+from privgate.core.report import REPORT_FILE, blocked_report_path
 from privgate.flows.parameters import ReleaseParameters
 from privgate.tasks.dp import (
     dp_columns_task,
     dp_dry_run_task,
     dp_gate_task,
     dp_release_task,
+    dp_report_task,
     dp_utility_gate_task,
     ledger_publish_task,
 )
@@ -101,14 +103,19 @@ def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
         "differential_privacy": {"epsilon": table.epsilon, "spends": table.spends},
     }
     try:
-        if not decision.passed:
-            _attach_summary(policy, release_id, table, decision, "blocked")
-            raise GateBlockedError(
-                f"gate blocked DP release {release_id}: {'; '.join(decision.reasons)}", decision
-            )
         manifest = pipeline.build_dp_manifest(
             policy, release_id, release_date, table, staged, decision, utility_decision.to_dict()
         )
+        if not decision.passed:
+            _attach_summary(policy, release_id, table, decision, "blocked")
+            blocked = blocked_report_path(policy.output.directory, policy.dataset, release_id)
+            dp_report_task(manifest, table, blocked, "blocked")
+            raise GateBlockedError(
+                f"gate blocked DP release {release_id}: {'; '.join(decision.reasons)}", decision
+            )
+        # The report goes into staging: published with the release in the same rename.
+        written = dp_report_task(manifest, table, staged.staging_dir / REPORT_FILE, "published")
+        manifest["report"] = {"file": REPORT_FILE, "sha256": sha256_file(written)}
         # Publish and mark the ledger together: if either fails, both are rolled back.
         with transaction():
             path = publish_task(staged, manifest)

@@ -9,6 +9,8 @@ is never retried.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 from prefect import task
 from prefect.logging import get_run_logger
@@ -117,3 +119,11 @@ def _unmark(transaction) -> None:
     with open_ledger() as ledger:
         ledger.unmark_published(marked[0], marked[1])
     get_run_logger().warning("ledger: publish mark of %s rolled back", marked[1])
+
+
+@task(name="report-dp", timeout_seconds=300)
+def dp_report_task(manifest: dict, table: DPTable, path: Path, status: str) -> Path:
+    """Write the DP release's self-contained HTML report (rendered from its manifest)."""
+    written = pipeline.write_dp_report(manifest, table, path, status)
+    get_run_logger().info("report: %s", written)
+    return written

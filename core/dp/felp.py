@@ -1,4 +1,4 @@
-"""FELP: differentially private feature selection by an ensemble of local learners (issue #6).
+"""FELP: differentially private feature selection by an ensemble of local learners.
 
 Feature selection leaks: the chosen columns say which attributes separate the classes *in this
 data*. FELP ranks features by averaged local-learning weights and releases them after output
@@ -6,54 +6,44 @@ perturbation, so the ranking costs a known epsilon.
 
 The algorithm, for a table ``X`` (``n`` records, ``d`` features) with class labels ``y``:
 
-1. **Scale.** Every feature is mapped to ``[0, 1]`` (min-max with the data's range, or with
-   public ``bounds`` if given, values clipped to them), so distances mix features fairly.
-2. **Subsets.** Draw ``k = n_subsets`` subsets of ``m = max(2, round(beta * n))`` records,
-   each *without* replacement (with replacement, a record's copy would be its own nearest hit).
-   ``random_state`` seeds only this sampling.
+1. **Scale.** Every feature is mapped to ``[0, 1]`` with its *declared* public bounds (values
+   outside are clipped), so distances mix features fairly. The data's own range is never used.
+2. **Subsets.** Draw ``k = n_subsets`` subsets of ``m = max(2, round(beta * n))`` records
+   without replacement (``random_state`` seeds only this sampling).
 3. **Margins.** In each subset, for every record ``x_i``: the nearest hit ``NH`` (closest other
-   record of the same class) and nearest miss ``NM`` (closest record of any other class), by L1
-   distance in the *plain* scaled space (not the weighted space Sun et al. iterate on: one pass,
-   so the margins are a fixed function of the data). The margin vector is
-   ``z_i = |x_i - NM(x_i)| - |x_i - NH(x_i)|`` (element-wise), rescaled to ``||z_i||_2 <= 1``
-   (see :func:`clip_to_unit_norm`). A record without a hit (alone in its class) or without a
-   miss (the subset has one class) gets ``z_i = 0``: it carries no evidence.
+   record of the same class) and nearest miss ``NM`` (closest record of another class), by L1
+   distance. The margin vector ``z_i = |x_i - NM(x_i)| - |x_i - NH(x_i)|`` is rescaled to
+   ``||z_i||_2 <= 1``. A record without a hit or a miss gets ``z_i = 0``.
 4. **Local learning.** Minimise ``(1/m) sum_i log(1 + exp(-w . z_i)) + (lam/2) ||w||^2`` over
-   ``w >= 0`` (Sun, Todorovic & Goodison 2010 keep feature weights non-negative; a negative
-   weight has no meaning as a relevance). This is the issue's "logistic loss plus ``lam ||w||^2``"
-   normalised the way Chaudhuri, Monteleoni & Sarwate (2011) do, which is what makes the
-   stated sensitivity ``2/(n lam)`` hold (with the un-normalised sum, it would be ``1/lam``).
-5. **Ensemble.** Average the ``k`` weight vectors.
-6. **Privacy.** Add ``b`` with density proportional to ``exp(-||b||_2 / scale)``,
-   ``scale = sensitivity / epsilon``, drawn by
-   :func:`core.dp.unhardened_noise.sample_unhardened_l2_laplace_vector` (**not hardened against
-   floating-point attacks**: OpenDP has no sampler for this vector mechanism).
-7. **Select** the ``n_keep`` features of largest (noisy) weight.
+   ``w >= 0`` (Sun, Todorovic & Goodison 2010 keep relevances non-negative).
+5. **Ensemble.** Average the ``k`` weight vectors, then project the average onto the L2 ball of
+   radius ``1 / lam`` (a no-op for exact minimisers, see below; it makes the bound hold for the
+   optimiser's actual output too).
+6. **Privacy.** Add Laplace noise to every coordinate through OpenDP
+   (:func:`~privgate.core.dp.mechanisms.laplace_values`) at L1 sensitivity ``2 sqrt(d) / lam``.
+7. **Select** the ``n_keep`` features of largest noisy weight (post-processing).
 
-The sensitivity, and what it assumes
-------------------------------------
-The issue specifies ``sensitivity = 2 / (n lam)``; ``calibration="issue"`` (the default) uses
-exactly that, with ``n`` the size of the **full** data. The bound comes from Chaudhuri et al.
-(2011, Cor. 8): for a ``lam``-strongly convex regularised ERM with a 1-Lipschitz loss and
-``||z_i|| <= 1``, replacing *one loss term* moves the minimiser (also a minimiser over a convex
-set such as ``w >= 0``) by at most ``2 / (m lam)`` in L2, ``m`` the number of terms. Three
-honest remarks:
+Privacy analysis (the calibration, proven)
+------------------------------------------
+Privacy unit and relation: one record, added or removed (the ledger's relation). The bound
+below holds for *any* two tables, so it holds for neighbours in particular.
 
-* **Averaging overlapping subsets is fine; the subset size is not.** A record lies in many of
-  the ``k`` subsets (each with probability ``beta``), possibly in all of them. Each subset's
-  weight vector moves by at most ``2 / (m lam)``, so by the triangle inequality their *average*
-  moves by at most ``2 / (m lam)`` too: overlap does not add up (it would for a sum). But each
-  learner is normalised by its subset size ``m = beta n``, not ``n``, so the issue's value is
-  optimistic by the factor ``1 / beta``. ``calibration="subset"`` uses ``2 / (m lam)``.
-* **Margins are not per-record.** A record is the nearest hit or miss of other records, so
-  replacing it changes their margins too: up to all ``m`` loss terms in the worst case, which
-  gives the bound ``2 m / (m lam) = 2 / lam``. ``calibration="worst_case"`` uses that; it is the
-  only one of the three that is a proof for arbitrary data, and it is independent of ``n``.
-  Both smaller values follow the issue's (and the FELP paper's) per-record model of margins.
-* **Idealised arithmetic and exact optimisation.** The bound is for the exact minimiser;
-  L-BFGS-B stops at a tolerance. The min-max range of step 1 is read from the data unless
-  ``bounds`` gives public ones, and that step is not accounted for. Neighbouring data sets
-  differ by *replacing* one record (bounded DP), as in Chaudhuri et al.
+* Every per-subset minimiser ``w*`` satisfies ``||w*||_2 <= 1 / lam``. The loss term is
+  1-Lipschitz in ``w`` with ``||z_i||_2 <= 1``, so the average loss has a gradient ``g`` of norm
+  at most 1. The optimality condition over the convex set ``w >= 0`` gives
+  ``(g(w*) + lam w*) . (0 - w*) >= 0``, i.e. ``lam ||w*||^2 <= -g(w*) . w* <= ||w*||``.
+* Their average lies in the same ball (it is convex), and step 5 forces that for the computed
+  output as well. So for *any* two tables the released pre-noise vectors differ by at most
+  ``2 / lam`` in L2, hence at most ``2 sqrt(d) / lam`` in L1.
+* Laplace noise of scale ``2 sqrt(d) / (lam epsilon)`` per coordinate is then epsilon-DP
+  (Dwork et al. 2006); OpenDP samples it exactly and accounts for floating-point rounding.
+
+Why not the per-record bound ``2 / (n lam)`` of Chaudhuri, Monteleoni & Sarwate (2011)? It
+assumes each loss term depends on one record only. Here a record is the nearest hit or miss of
+others, so adding one record can change *every* margin of its subsets (and the subset sampling
+itself): the per-record bound does not hold, and an audit on a small table refutes it (tests).
+The honest bound does not shrink with ``n``, so FELP needs a large epsilon to beat a random
+ranking; ``benchmarks/BENCHMARKS.md`` says where it does and does not.
 """
 
 from __future__ import annotations
@@ -61,20 +51,17 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import minimize
 from scipy.spatial.distance import cdist
 
-from privgate.core.dp import Charger, Spend
-from privgate.core.dp._accountant import check_epsilon
-from privgate.core.dp.unhardened_noise import sample_unhardened_l2_laplace_vector
+from privgate.core.dp._accountant import Charger, check_epsilon
+from privgate.core.dp.mechanisms import laplace_values
 from privgate.core.exceptions import PolicyError
 
 __all__ = [
-    "FELP_MECHANISM",
     "FELPParameterError",
     "FELPResult",
     "clip_to_unit_norm",
@@ -82,14 +69,11 @@ __all__ = [
     "felp_sensitivity",
     "local_learning_weights",
     "nearest_hit_miss_margins",
+    "project_to_ball",
 ]
 
-#: The mechanism name charged to the accountant.
-FELP_MECHANISM = "felp_l2_laplace_vector"
+#: The step label of FELP's one noise draw (a Laplace vector through OpenDP).
 _STEP = "felp weights"
-
-Calibration = Literal["issue", "subset", "worst_case"]
-_CALIBRATIONS = ("issue", "subset", "worst_case")
 
 
 class FELPParameterError(PolicyError, ValueError):
@@ -117,7 +101,7 @@ class FELPResult:
     n_subsets, beta, lam : int, float, float
         The ensemble settings.
     sensitivity : float or None
-        The L2 sensitivity the noise was calibrated to, None for the non-private ensemble.
+        The L1 sensitivity the noise was calibrated to, None for the non-private ensemble.
     seconds : float
         Wall time of the selection.
     """
@@ -245,38 +229,18 @@ def local_learning_weights(Z: np.ndarray, lam: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def felp_sensitivity(
-    n: int, lam: float, *, beta: float = 1.0, calibration: Calibration = "issue"
-) -> float:
-    """L2 sensitivity of FELP's averaged weights under ``calibration`` (see the module notes).
+def felp_sensitivity(d: int, lam: float) -> float:
+    """L1 sensitivity of FELP's projected, averaged weights: ``2 sqrt(d) / lam``.
 
-    Parameters
-    ----------
-    n : int
-        Number of records in the full data.
-    lam : float
-        Regularisation strength.
-    beta : float, default=1.0
-        Sampling fraction; the subset size is ``max(2, round(beta * n))``.
-    calibration : {"issue", "subset", "worst_case"}, default="issue"
-        ``"issue"``: ``2 / (n lam)`` as issue #6 specifies (``n`` the full data size);
-        ``"subset"``: ``2 / (m lam)``, ``m`` the subset size, the per-record bound for each
-        learner, kept by averaging; ``"worst_case"``: ``2 / lam``, allowing one record to change
-        every margin of its subsets through the nearest hit/miss relation.
-
-    Returns
-    -------
-    float
+    Holds for any two tables (see the module's privacy analysis), so for add/remove neighbours.
     """
-    if calibration == "issue":
-        return 2.0 / (n * lam)
-    if calibration == "subset":
-        return 2.0 / (_subset_size(n, beta) * lam)
-    if calibration == "worst_case":
-        return 2.0 / lam
-    raise FELPParameterError(
-        f"calibration must be one of {', '.join(map(repr, _CALIBRATIONS))}; got {calibration!r}"
-    )
+    return 2.0 * math.sqrt(d) / lam
+
+
+def project_to_ball(weights: np.ndarray, radius: float) -> np.ndarray:
+    """The nearest point of the L2 ball of ``radius`` (a no-op inside it)."""
+    norm = float(np.linalg.norm(weights))
+    return weights if norm <= radius else weights * (radius / norm)
 
 
 def _subset_size(n: int, beta: float) -> int:
@@ -298,10 +262,9 @@ def felp_select(
     n_subsets: int = 20,
     beta: float = 0.9,
     lam: float = 1.0,
+    bounds: tuple[ArrayLike, ArrayLike],
     random_state: int | None = None,
     accountant: Charger | None = None,
-    calibration: Calibration = "issue",
-    bounds: tuple[ArrayLike, ArrayLike] | None = None,
 ) -> FELPResult:
     """Select ``n_keep`` features by FELP; epsilon-DP unless ``epsilon`` is None.
 
@@ -322,17 +285,15 @@ def felp_select(
         Sampling fraction of each subset, in ``(0, 1]``.
     lam : float, default=1.0
         Regularisation strength (> 0). Larger means less noise and flatter weights.
+    bounds : tuple of array-like (lower, upper)
+        Declared public per-feature bounds for the ``[0, 1]`` scaling (each a number or one per
+        feature); values outside are clipped. Never taken from the data.
     random_state : int or None, default=None
-        Seeds the subset sampling **only**; the privacy noise always comes from the operating
-        system's randomness and cannot be seeded.
+        Seeds the subset sampling **only** (the bound holds for any subsets); the privacy noise
+        is OpenDP's and cannot be seeded.
     accountant : Accountant or ParallelGroup, optional
-        Charged ``Spend("felp_l2_laplace_vector", epsilon, sensitivity=..., step="felp weights")``
-        *before* the noise is drawn; a charge over the cap raises and draws nothing.
-    calibration : {"issue", "subset", "worst_case"}, default="issue"
-        Which sensitivity to calibrate the noise to (:func:`felp_sensitivity`).
-    bounds : tuple of array-like (lower, upper), optional
-        Public per-feature bounds for the ``[0, 1]`` scaling; by default the data's min and max
-        (a data-dependent step that is not accounted for).
+        Pays for the Laplace draw (``step="felp weights"``) *before* it is made; a draw over the
+        cap raises and draws nothing. A journaled accountant persists and replays it.
 
     Returns
     -------
@@ -341,8 +302,8 @@ def felp_select(
     Raises
     ------
     FELPParameterError
-        If ``n_keep``, ``n_subsets``, ``beta``, ``lam``, ``calibration``, ``bounds`` or the data
-        are invalid (a NaN, one class only, fewer than 2 records).
+        If ``n_keep``, ``n_subsets``, ``beta``, ``lam``, ``bounds`` or the data are invalid (a
+        NaN, one class only, fewer than 2 records).
     core.dp.PrivacyParameterError
         If ``epsilon`` is not a finite number > 0.
     core.exceptions.BudgetExceededError
@@ -353,13 +314,13 @@ def felp_select(
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 2, 200)
     >>> X = np.column_stack([rng.random(200), y + 0.1 * rng.random(200), rng.random(200)])
-    >>> felp_select(X, y, n_keep=1, epsilon=None, random_state=0).selected
+    >>> felp_select(X, y, n_keep=1, epsilon=None, bounds=(0, 1.1), random_state=0).selected
     [1]
     """
     started = time.perf_counter()
     features, labels = _check_data(X, y)
     n, d = features.shape
-    _check_settings(n_keep, d, n_subsets, beta, lam, calibration)
+    _check_settings(n_keep, d, n_subsets, beta, lam)
     if epsilon is not None:
         epsilon = check_epsilon(epsilon, "epsilon")
     scaled = _scale_to_unit(features, bounds)
@@ -371,24 +332,14 @@ def felp_select(
         rows = rng.choice(n, size=m, replace=False)
         margins = clip_to_unit_norm(nearest_hit_miss_margins(scaled[rows], labels[rows]))
         total += local_learning_weights(margins, lam)
-    weights = total / n_subsets
+    weights = project_to_ball(total / n_subsets, 1.0 / lam)
 
     sensitivity: float | None = None
     if epsilon is not None:
-        sensitivity = felp_sensitivity(n, lam, beta=beta, calibration=calibration)
-        scale = sensitivity / epsilon
-        if accountant is not None:
-            accountant.charge(
-                Spend(
-                    mechanism=FELP_MECHANISM,
-                    epsilon=epsilon,
-                    delta=0.0,
-                    sensitivity=sensitivity,
-                    step=_STEP,
-                    scale=scale,
-                )
-            )
-        weights = weights + sample_unhardened_l2_laplace_vector(d, scale)
+        sensitivity = felp_sensitivity(d, lam)
+        weights = laplace_values(
+            weights, epsilon, sensitivity=sensitivity, accountant=accountant, step=_STEP
+        )
 
     order = np.argsort(-weights, kind="stable")
     return FELPResult(
@@ -433,9 +384,7 @@ def _check_data(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     return features, labels
 
 
-def _check_settings(
-    n_keep: int, d: int, n_subsets: int, beta: float, lam: float, calibration: str
-) -> None:
+def _check_settings(n_keep: int, d: int, n_subsets: int, beta: float, lam: float) -> None:
     """Raise :class:`FELPParameterError` naming the first invalid setting."""
     if isinstance(n_keep, bool) or not isinstance(n_keep, int | np.integer):
         raise FELPParameterError(f"n_keep must be an integer; got {n_keep!r}")
@@ -451,10 +400,6 @@ def _check_settings(
         raise FELPParameterError(
             f"lam (the regularisation) must be a finite number > 0; got {lam!r}"
         )
-    if calibration not in _CALIBRATIONS:
-        raise FELPParameterError(
-            f"calibration must be one of {', '.join(map(repr, _CALIBRATIONS))}; got {calibration!r}"
-        )
 
 
 def _is_real(value: object) -> bool:
@@ -462,23 +407,20 @@ def _is_real(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
 
 
-def _scale_to_unit(features: np.ndarray, bounds: tuple[ArrayLike, ArrayLike] | None) -> np.ndarray:
-    """Map every column to ``[0, 1]`` with ``bounds`` (clipping) or the data's min and max.
+def _scale_to_unit(features: np.ndarray, bounds: tuple[ArrayLike, ArrayLike]) -> np.ndarray:
+    """Map every column to ``[0, 1]`` with the declared ``bounds``, clipping outside values.
 
-    A constant column (or equal bounds) maps to 0: it cannot separate anything.
+    A column with equal bounds maps to 0: it cannot separate anything.
     """
     d = features.shape[1]
-    if bounds is None:
-        lower, upper = features.min(axis=0), features.max(axis=0)
-    else:
-        try:
-            lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (d,)) for b in bounds)
-        except (TypeError, ValueError) as error:
-            raise FELPParameterError(
-                f"bounds must be (lower, upper), each a number or {d} numbers; {error}"
-            ) from error
-        if not (np.isfinite(lower).all() and np.isfinite(upper).all()) or (upper < lower).any():
-            raise FELPParameterError("bounds must be finite with lower <= upper for every feature")
+    try:
+        lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (d,)) for b in bounds)
+    except (TypeError, ValueError) as error:
+        raise FELPParameterError(
+            f"bounds must be (lower, upper), each a number or {d} numbers; {error}"
+        ) from error
+    if not (np.isfinite(lower).all() and np.isfinite(upper).all()) or (upper < lower).any():
+        raise FELPParameterError("bounds must be finite with lower <= upper for every feature")
     span = upper - lower
     safe = np.where(span > 0, span, 1.0)
     scaled = (np.clip(features, lower, upper) - lower) / safe

@@ -32,6 +32,7 @@ from privgate.core.publish import (
 
 __all__ = [
     "build_dp_manifest",
+    "write_dp_report",
     "dp_release_id",
     "dry_run_check",
     "noise_token",
@@ -212,8 +213,8 @@ def plain_words(table: DPTable) -> list[str]:
         if spend["step"].startswith("DPHeter leaf counts") and scale:
             lines.append(
                 f"Each published count has discrete Laplace noise of scale {scale:.3g}: on "
-                f"average it is off by {expected_absolute_noise(scale):.2f} records, and by more "
-                f"than {scale * 3:.0f} about 5 % of the time."
+                f"average it is off by {expected_absolute_noise(scale):.2f} records, and by "
+                f"more than {scale * 3:.0f} records in about 5 % of the counts."
             )
     selections = [s for s in table.spends if s["mechanism"] == "exponential"]
     if selections:
@@ -259,3 +260,10 @@ def summary_markdown(
     if not decision.passed:
         lines += ["", "Blocked: " + "; ".join(decision.reasons)]
     return "\n".join(lines)
+
+
+def write_dp_report(manifest: dict, table: DPTable, path, status: str):
+    """Render the DP release report from the (public) manifest and write it to ``path``."""
+    from privgate.core.report import render_dp_html, write_html
+
+    return write_html(render_dp_html(manifest, status, plain_words(table)), path)

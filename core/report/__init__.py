@@ -14,10 +14,12 @@ import tempfile
 from pathlib import Path
 
 from privgate.core.report._data import ReleaseReport, build_report, validation_summary
+from privgate.core.report._dp import DP_SECTIONS, render_dp_html
 from privgate.core.report._html import SECTIONS, render_html
 from privgate.core.report._summary import artifact_key, markdown_summary, summary_table
 
 __all__ = [
+    "DP_SECTIONS",
     "REPORT_FILE",
     "SECTIONS",
     "ReleaseReport",
@@ -25,9 +27,11 @@ __all__ = [
     "blocked_report_path",
     "build_report",
     "markdown_summary",
+    "render_dp_html",
     "render_html",
     "summary_table",
     "validation_summary",
+    "write_html",
     "write_report",
 ]
 
@@ -52,9 +56,13 @@ def write_report(report: ReleaseReport, path: str | Path) -> Path:
     Path
         The written file.
     """
+    return write_html(render_html(report), path)
+
+
+def write_html(html: str, path: str | Path) -> Path:
+    """Write a rendered report to ``path`` atomically (temporary file, fsync, then rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    html = render_html(report)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".report-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -104,6 +104,24 @@ def test_nightly_dp_releases_stop_at_the_lifetime_budget(prefect_harness, shared
     assert "rows" not in manifest["input"] and "input_rows" not in manifest["metrics"]
     assert "seconds" not in published and "created_at" not in published
 
+    # The report: spends, the remaining budget, declared domains, the noise in plain words.
+    report = (folder / "report.html").read_text()
+    assert manifest["report"]["sha256"] == hashlib.sha256(
+        (folder / "report.html").read_bytes()
+    ).hexdigest()
+    for expected in (
+        "Privacy budget",
+        "ε remaining",
+        "0.4",
+        "Declared domains",
+        "&lt;=50K",
+        "discrete Laplace noise of scale",
+        "on average it is off by",
+        "DPHeter leaf counts",
+    ):
+        assert expected in report, expected
+    assert "<script" not in report and "http" not in report.replace("http-equiv", "")
+
     from privgate.flows.cli import main
 
     # redirect_stdout, not capsys: Prefect's console handler must keep the real stream

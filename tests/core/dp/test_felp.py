@@ -1,15 +1,14 @@
-"""Tests of FELP (core.dp.felp), its unhardened noise sampler and the Soybean (Large) loader."""
+"""Tests of FELP (core.dp.felp): margins, the learner, the proven calibration and its audit,
+OpenDP noise through the accountant, and the Soybean (Large) loader."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 from sklearn.model_selection import cross_val_score
 from sklearn.neighbors import KNeighborsClassifier
 
@@ -19,17 +18,21 @@ from privgate.core.datasets import (
     load_soybean_large,
 )
 from privgate.core.dp import Accountant, PrivacyParameterError
+from privgate.core.dp import felp as felp_module
+from privgate.core.dp.audit import audit_epsilon
 from privgate.core.dp.felp import (
-    FELP_MECHANISM,
     FELPParameterError,
     clip_to_unit_norm,
     felp_select,
     felp_sensitivity,
     local_learning_weights,
     nearest_hit_miss_margins,
+    project_to_ball,
 )
-from privgate.core.dp.unhardened_noise import sample_unhardened_l2_laplace_vector
 from privgate.core.exceptions import BudgetExceededError, IngestError, PolicyError
+
+#: Declared bounds of the synthetic features (they are drawn in [0, 1]).
+UNIT = (0.0, 1.0)
 
 
 def _informative_data(
@@ -110,7 +113,7 @@ def test_weight_learner_finds_the_informative_feature() -> None:
 
 def test_non_private_felp_selects_the_informative_features() -> None:
     X, y = _informative_data(informative=(2, 5))
-    result = felp_select(X, y, n_keep=2, epsilon=None, random_state=0)
+    result = felp_select(X, y, n_keep=2, epsilon=None, bounds=UNIT, random_state=0)
     assert set(result.selected) == {2, 5}
     assert not result.noisy and result.epsilon is None and result.sensitivity is None
     assert result.n_subsets == 20 and result.beta == 0.9 and result.lam == 1.0
@@ -120,86 +123,60 @@ def test_non_private_felp_selects_the_informative_features() -> None:
 
 def test_random_state_seeds_the_subsets_but_not_the_noise() -> None:
     X, y = _informative_data()
-    a = felp_select(X, y, n_keep=2, epsilon=None, random_state=7)
-    b = felp_select(X, y, n_keep=2, epsilon=None, random_state=7)
-    c = felp_select(X, y, n_keep=2, epsilon=None, random_state=8)
+    a = felp_select(X, y, n_keep=2, epsilon=None, bounds=UNIT, random_state=7)
+    b = felp_select(X, y, n_keep=2, epsilon=None, bounds=UNIT, random_state=7)
+    c = felp_select(X, y, n_keep=2, epsilon=None, bounds=UNIT, random_state=8)
     np.testing.assert_array_equal(a.weights, b.weights)
     assert not np.array_equal(a.weights, c.weights)
-    p = felp_select(X, y, n_keep=2, epsilon=1.0, random_state=7)
-    q = felp_select(X, y, n_keep=2, epsilon=1.0, random_state=7)
+    p = felp_select(X, y, n_keep=2, epsilon=1.0, bounds=UNIT, random_state=7)
+    q = felp_select(X, y, n_keep=2, epsilon=1.0, bounds=UNIT, random_state=7)
     assert not np.array_equal(p.weights, q.weights)
 
 
-def test_public_bounds_replace_the_data_range() -> None:
+def test_declared_bounds_scale_the_features_never_the_data_range() -> None:
     X, y = _informative_data(informative=(2,))
-    X[:, 2] *= 0.01  # still informative, but tiny compared with public bounds [0, 100]
-    by_data = felp_select(X, y, n_keep=1, epsilon=None, random_state=0)
-    by_bounds = felp_select(X, y, n_keep=1, epsilon=None, random_state=0, bounds=(0.0, 100.0))
-    assert by_data.selected == [2]
-    assert by_bounds.weights[2] < by_data.weights[2]
-
-
-# --------------------------------------------------------------------------------------------
-# The unhardened noise sampler
-
-
-def test_noise_direction_is_uniform_and_norm_is_gamma() -> None:
-    d, scale, draws = 3, 0.5, 20_000
-    samples = np.array([sample_unhardened_l2_laplace_vector(d, scale) for _ in range(draws)])
-    norms = np.linalg.norm(samples, axis=1)
-    directions = samples / norms[:, None]
-    # Uniform on the sphere: each coordinate of the direction has mean 0 (sd 1/sqrt(3 draws)).
-    assert np.abs(directions.mean(axis=0)).max() < 5 / math.sqrt(3 * draws)
-    # ... and is symmetric: about half of each coordinate is positive.
-    positive = (samples > 0).mean(axis=0)
-    assert np.abs(positive - 0.5).max() < 5 * 0.5 / math.sqrt(draws)
-    assert stats.kstest(norms, stats.gamma(a=d, scale=scale).cdf).pvalue > 1e-3
-    # The test can fail: the same norms are far from a Gamma with twice the scale or shape d-1.
-    assert stats.kstest(norms, stats.gamma(a=d, scale=2 * scale).cdf).pvalue < 1e-6
-    assert stats.kstest(norms, stats.gamma(a=d - 1, scale=scale).cdf).pvalue < 1e-6
-
-
-def test_noise_is_seeded_from_the_os_and_takes_no_seed() -> None:
-    assert list(inspect.signature(sample_unhardened_l2_laplace_vector).parameters) == ["d", "scale"]
-    np.random.seed(0)
-    first = sample_unhardened_l2_laplace_vector(4, 1.0)
-    np.random.seed(0)
-    second = sample_unhardened_l2_laplace_vector(4, 1.0)
-    assert first.shape == (4,)
-    assert not np.array_equal(first, second)
-    doc = inspect.getdoc(sample_unhardened_l2_laplace_vector) or ""
-    assert "UNHARDENED" in doc and "floating-point" in doc
-
-
-@pytest.mark.parametrize(("d", "scale"), [(0, 1.0), (2.5, 1.0), (2, 0.0), (2, -1.0), (2, math.inf)])
-def test_noise_rejects_bad_arguments(d, scale) -> None:
-    with pytest.raises(ValueError):
-        sample_unhardened_l2_laplace_vector(d, scale)
+    X[:, 2] *= 0.01  # still informative, but tiny compared with the other features' scale
+    tight = (0.0, np.where(np.arange(8) == 2, 0.01, 1.0))  # declared per feature
+    by_tight = felp_select(X, y, n_keep=1, epsilon=None, bounds=tight, random_state=0)
+    by_unit = felp_select(X, y, n_keep=1, epsilon=None, bounds=UNIT, random_state=0)
+    assert by_tight.selected == [2]
+    assert by_unit.weights[2] < by_tight.weights[2]  # the declared scale, not the data's
+    with pytest.raises(TypeError):
+        felp_select(X, y, n_keep=1, epsilon=None)  # bounds are required
 
 
 # --------------------------------------------------------------------------------------------
 # Accounting and calibration
 
 
-def test_spend_is_charged_with_epsilon_and_sensitivity() -> None:
+def test_spend_is_an_opendp_laplace_draw_at_the_proven_sensitivity() -> None:
     X, y = _informative_data(n=200)
     accountant = Accountant()
-    result = felp_select(X, y, n_keep=2, epsilon=0.3, lam=0.5, accountant=accountant)
+    result = felp_select(X, y, n_keep=2, epsilon=0.3, lam=0.5, bounds=UNIT, accountant=accountant)
     (spend,) = accountant.entries
-    assert spend.mechanism == FELP_MECHANISM == "felp_l2_laplace_vector"
-    assert spend.epsilon == 0.3 and spend.delta == 0.0
-    assert spend.sensitivity == pytest.approx(2 / (200 * 0.5))
-    assert spend.step == "felp weights"
-    assert spend.scale == pytest.approx(2 / (200 * 0.5 * 0.3))
-    assert result.noisy and result.epsilon == 0.3
-    assert result.sensitivity == pytest.approx(2 / (200 * 0.5))
-    assert accountant.total == (0.3, 0.0)
+    assert spend.mechanism == "laplace" and spend.step == "felp weights"
+    assert spend.epsilon <= 0.3 and spend.epsilon == pytest.approx(0.3) and spend.delta == 0.0
+    assert spend.sensitivity == pytest.approx(2 * math.sqrt(8) / 0.5)  # 2 sqrt(d) / lam
+    assert spend.scale == pytest.approx(2 * math.sqrt(8) / (0.5 * 0.3))
+    assert result.noisy and result.sensitivity == pytest.approx(spend.sensitivity)
+    assert felp_sensitivity(8, 0.5) == pytest.approx(spend.sensitivity)
+
+
+def test_the_bound_behind_the_calibration_holds_for_the_computed_weights() -> None:
+    """Every learner's weights lie in the L2 ball of radius 1 / lam, and so does the output."""
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        Z = clip_to_unit_norm(rng.normal(0.3, 1.0, size=(50, 6)))
+        for lam in (0.05, 0.5, 2.0):
+            assert np.linalg.norm(local_learning_weights(Z, lam)) <= 1 / lam + 1e-9
+    np.testing.assert_allclose(project_to_ball(np.array([3.0, 4.0]), 1.0), [0.6, 0.8])
+    np.testing.assert_array_equal(project_to_ball(np.array([0.1, 0.2]), 1.0), [0.1, 0.2])
 
 
 def test_non_private_run_charges_nothing() -> None:
     X, y = _informative_data(n=100)
     accountant = Accountant()
-    felp_select(X, y, n_keep=1, epsilon=None, accountant=accountant)
+    felp_select(X, y, n_keep=1, epsilon=None, bounds=UNIT, accountant=accountant)
     assert accountant.entries == []
 
 
@@ -207,19 +184,45 @@ def test_over_budget_charge_raises_before_any_noise() -> None:
     X, y = _informative_data(n=100)
     accountant = Accountant(budget=(0.5, 0.0))
     with pytest.raises(BudgetExceededError) as info:
-        felp_select(X, y, n_keep=1, epsilon=1.0, accountant=accountant)
+        felp_select(X, y, n_keep=1, epsilon=1.0, bounds=UNIT, accountant=accountant)
     assert info.value.remaining == (0.5, 0.0)
     assert accountant.entries == []
 
 
-def test_calibrations() -> None:
-    assert felp_sensitivity(1000, 2.0) == pytest.approx(1e-3)
-    assert felp_sensitivity(1000, 2.0, beta=0.9, calibration="subset") == pytest.approx(2 / 1800)
-    assert felp_sensitivity(1000, 2.0, calibration="worst_case") == pytest.approx(1.0)
-    X, y = _informative_data(n=100)
-    accountant = Accountant()
-    felp_select(X, y, n_keep=1, epsilon=1.0, beta=0.5, calibration="subset", accountant=accountant)
-    assert accountant.entries[0].sensitivity == pytest.approx(2 / 50)
+N_AUDIT = 64
+
+
+def _neighbours() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """A small table, and the same table plus one record that becomes many records' nearest
+    miss or hit: it moves their margins, which the per-record calibration assumes it cannot."""
+    rng = np.random.default_rng(4)
+    y = np.array([0, 1] * (N_AUDIT // 2))
+    X = np.column_stack(
+        [np.where(y == 1, 0.9, 0.1) + 0.05 * rng.random(N_AUDIT), rng.random(N_AUDIT)]
+    )
+    # A class-1 record inside the class-0 cluster: the nearest miss of every class-0 record.
+    extra = np.array([[0.1, 0.5]])
+    return (X, y), (np.vstack([X, extra]), np.append(y, 1))
+
+
+def _first_weight(data) -> float:
+    X, y = data
+    result = felp_select(
+        X, y, n_keep=1, epsilon=1.0, bounds=UNIT, n_subsets=1, beta=1.0, lam=1.0,
+        random_state=0,
+    )  # fmt: skip
+    return float(result.weights[0])
+
+
+def test_felp_holds_its_epsilon_and_the_audit_refutes_the_per_record_calibration(monkeypatch):
+    """The harness on FELP: the proven calibration passes; the old ``2 / (n lam)`` (per-record
+    margins, which one added nearest miss breaks) is planted and refuted."""
+    d_, d_prime = _neighbours()
+    honest = audit_epsilon(_first_weight, d_, d_prime, trials=3_000, claimed_epsilon=1.0)
+    assert not honest.violated, honest
+    monkeypatch.setattr(felp_module, "felp_sensitivity", lambda d, lam: 2.0 / (N_AUDIT * lam))
+    buggy = audit_epsilon(_first_weight, d_, d_prime, trials=3_000, claimed_epsilon=1.0)
+    assert buggy.violated, buggy
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,7 +233,7 @@ def test_calibrations() -> None:
 def test_invalid_epsilon(epsilon) -> None:
     X, y = _informative_data(n=50)
     with pytest.raises(PrivacyParameterError, match="epsilon"):
-        felp_select(X, y, n_keep=1, epsilon=epsilon)
+        felp_select(X, y, n_keep=1, epsilon=epsilon, bounds=UNIT)
 
 
 @pytest.mark.parametrize(
@@ -244,13 +247,12 @@ def test_invalid_epsilon(epsilon) -> None:
         ({"beta": math.nan}, "beta"),
         ({"lam": 0.0}, "lam"),
         ({"n_subsets": 0}, "n_subsets"),
-        ({"calibration": "optimistic"}, "calibration"),
         ({"bounds": (1.0, 0.0)}, "bounds"),
     ],
 )
 def test_invalid_settings_name_the_setting(kwargs, name) -> None:
     X, y = _informative_data(n=50)
-    arguments = {"n_keep": 1, "epsilon": 1.0} | kwargs
+    arguments = {"n_keep": 1, "epsilon": 1.0, "bounds": UNIT} | kwargs
     with pytest.raises(FELPParameterError, match=name) as info:
         felp_select(X, y, **arguments)
     assert isinstance(info.value, PolicyError) and isinstance(info.value, ValueError)
@@ -260,11 +262,11 @@ def test_invalid_data() -> None:
     X, y = _informative_data(n=50)
     X[4, 3] = np.nan
     with pytest.raises(FELPParameterError, match="column 3, row 4"):
-        felp_select(X, y, n_keep=1, epsilon=None)
+        felp_select(X, y, n_keep=1, epsilon=None, bounds=UNIT)
     with pytest.raises(FELPParameterError, match="single class"):
-        felp_select(np.ones((5, 2)), np.zeros(5), n_keep=1, epsilon=None)
+        felp_select(np.ones((5, 2)), np.zeros(5), n_keep=1, epsilon=None, bounds=UNIT)
     with pytest.raises(FELPParameterError, match="one label per row"):
-        felp_select(np.ones((5, 2)), np.zeros(4), n_keep=1, epsilon=None)
+        felp_select(np.ones((5, 2)), np.zeros(4), n_keep=1, epsilon=None, bounds=UNIT)
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,10 +281,13 @@ def test_felp_on_breast_cancer_wisconsin(shared_data) -> None:
     y = frame["class"].to_numpy(dtype=int)
     assert X.shape == (683, 9)
     accountant = Accountant()
-    plain = felp_select(X, y, n_keep=3, epsilon=None, random_state=0)
-    noisy = felp_select(X, y, n_keep=3, epsilon=1.0, random_state=0, accountant=accountant)
+    plain = felp_select(X, y, n_keep=3, epsilon=None, bounds=(1.0, 10.0), random_state=0)
+    noisy = felp_select(
+        X, y, n_keep=3, epsilon=1.0, bounds=(1.0, 10.0), random_state=0, accountant=accountant
+    )
     assert (plain.weights > 0).all()  # every BCW attribute separates benign from malignant
-    assert accountant.entries[0].sensitivity == pytest.approx(2 / 683)
+    # The proven sensitivity, 2 sqrt(9) / lam: it does not shrink with the 683 records.
+    assert accountant.entries[0].sensitivity == pytest.approx(6.0)
     assert len(noisy.selected) == 3 and len(set(noisy.selected)) == 3
     knn = KNeighborsClassifier(n_neighbors=3, n_jobs=1)
     accuracy = cross_val_score(knn, X[:, plain.selected], y, cv=10).mean()
