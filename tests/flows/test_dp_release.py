@@ -106,9 +106,10 @@ def test_nightly_dp_releases_stop_at_the_lifetime_budget(prefect_harness, shared
 
     # The report: spends, the remaining budget, declared domains, the noise in plain words.
     report = (folder / "report.html").read_text()
-    assert manifest["report"]["sha256"] == hashlib.sha256(
-        (folder / "report.html").read_bytes()
-    ).hexdigest()
+    assert (
+        manifest["report"]["sha256"]
+        == hashlib.sha256((folder / "report.html").read_bytes()).hexdigest()
+    )
     for expected in (
         "Privacy budget",
         "ε remaining",
