@@ -281,12 +281,42 @@ BAD_POLICIES: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = 
         ["differential_privacy", "lifetime budget"],
     ),
     (
-        "dp with neither class column nor clusters",
+        "dp without a class column",
         lambda d: (
             d.pop("privacy"),
             d.update(differential_privacy={"epsilon": 0.5, "budget": {"epsilon": 2.0}}),
         ),
-        ["differential_privacy", "exactly one of 'class_column'"],
+        ["differential_privacy.class_column: required key is missing"],
+    ),
+    (
+        "dp scored by the owner's clustering",
+        lambda d: (
+            d.pop("privacy"),
+            d.update(
+                differential_privacy={
+                    "epsilon": 0.5,
+                    "clusters": 3,
+                    "class_column": "disease",
+                    "budget": {"epsilon": 2.0},
+                }
+            ),
+        ),
+        ["differential_privacy.clusters", "not differentially private"],
+    ),
+    (
+        "dp ledger in the policy",
+        lambda d: (
+            d.pop("privacy"),
+            d.update(
+                differential_privacy={
+                    "epsilon": 0.5,
+                    "class_column": "disease",
+                    "ledger": "sqlite:///elsewhere.sqlite",
+                    "budget": {"epsilon": 2.0},
+                }
+            ),
+        ),
+        ["differential_privacy.ledger", "PRIVGATE_LEDGER_URL"],
     ),
     (
         "no quasi-identifier",
