@@ -365,10 +365,23 @@ class AlgorithmSpec(_Strict):
 
 
 class OutputSpec(_Strict):
-    """Where releases go: ``<directory>/<dataset>/<release-id>/``."""
+    """Where releases go (``<directory>/<dataset>/<release-id>/``) and how they are kept.
+
+    ``file_mode`` is the permission of every published file (octal text, default ``"0644"``:
+    a release is meant to be read; ``"0640"`` for a group-only share). Folders get the same
+    read bits plus the matching execute bits. ``keep_stage_results`` keeps a run's cached
+    private stage results after a successful publish (default: they are removed).
+    """
 
     directory: Path = Path("releases")
     format: Literal["csv", "parquet"] = "csv"
+    file_mode: str = Field(default="0644", pattern=r"^0?[0-7]{3}$")
+    keep_stage_results: bool = False
+
+    @property
+    def mode(self) -> int:
+        """``file_mode`` as an integer (``0o644``)."""
+        return int(self.file_mode, 8)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -57,13 +57,18 @@ def make_release_id(input_sha256: str, policy_sha256: str, release_date: date) -
     return f"{release_date.isoformat()}-{digest[:12]}"
 
 
+#: The default permission of published files (a release is meant to be read).
+PUBLISHED_FILE_MODE = 0o644
+
+
 @dataclass(frozen=True)
 class StagedRelease:
-    """A written but unpublished release."""
+    """A written but unpublished release, and the permission its files will be published with."""
 
     staging_dir: Path
     final_dir: Path
     release_file: Path
+    file_mode: int = PUBLISHED_FILE_MODE
 
     @property
     def release_id(self) -> str:
@@ -79,9 +84,19 @@ def _fsync_dir(path: Path) -> None:
 
 
 def stage_release(
-    release: pd.DataFrame, root: Path, dataset: str, release_id: str, fmt: str = "csv"
+    release: pd.DataFrame,
+    root: Path,
+    dataset: str,
+    release_id: str,
+    fmt: str = "csv",
+    file_mode: int = PUBLISHED_FILE_MODE,
 ) -> StagedRelease:
-    """Write the release table into a fresh staging folder next to its final place."""
+    """Write the release table into a fresh staging folder next to its final place.
+
+    ``file_mode`` is applied to every file of the folder (and matching read/execute bits to its
+    folders) when it is published: the release, its manifest, report and Data Docs all get the
+    one mode the operator chose (``output.file_mode``).
+    """
     dataset_dir = Path(root) / dataset
     try:
         dataset_dir.mkdir(parents=True, exist_ok=True)
@@ -96,7 +111,22 @@ def stage_release(
             os.fsync(fh.fileno())
     except OSError as exc:
         raise PublishError(f"cannot write the release into {dataset_dir}: {exc}") from None
-    return StagedRelease(staging, dataset_dir / release_id, release_file)
+    return StagedRelease(staging, dataset_dir / release_id, release_file, file_mode)
+
+
+def folder_mode(file_mode: int) -> int:
+    """The folder permission matching a file permission: execute wherever read is granted."""
+    mode = file_mode | 0o700
+    for read, execute in ((0o040, 0o010), (0o004, 0o001)):
+        if file_mode & read:
+            mode |= execute
+    return mode
+
+
+def apply_published_mode(folder: Path, file_mode: int) -> None:
+    """Give every file under ``folder`` ``file_mode`` and every folder the matching mode."""
+    for path in [folder, *folder.rglob("*")]:
+        os.chmod(path, folder_mode(file_mode) if path.is_dir() else file_mode)
 
 
 def discard(staged: StagedRelease) -> None:
@@ -125,6 +155,7 @@ def publish(staged: StagedRelease, manifest: dict) -> Path:
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
+        apply_published_mode(staged.staging_dir, staged.file_mode)
         _fsync_dir(staged.staging_dir)
         os.rename(staged.staging_dir, staged.final_dir)
         _fsync_dir(staged.final_dir.parent)

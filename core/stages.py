@@ -363,7 +363,12 @@ def release_id_for(policy: ReleasePolicy, input_sha256: str, release_date: date)
 def stage(table: AnonymizedTable, policy: ReleasePolicy, release_id: str) -> StagedRelease:
     """Write the release into a staging folder under the policy's output directory."""
     return stage_release(
-        table.frame, policy.output.directory, policy.dataset, release_id, policy.output.format
+        table.frame,
+        policy.output.directory,
+        policy.dataset,
+        release_id,
+        policy.output.format,
+        file_mode=policy.output.mode,
     )
 
 

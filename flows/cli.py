@@ -233,6 +233,22 @@ def cmd_budget(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_purge(args: argparse.Namespace) -> int:
+    from privgate.core.retention import purge_results, results_root
+
+    report = purge_results(args.dataset, args.older_than)
+    where = results_root() / args.dataset if args.dataset else results_root()
+    print(f"purge: {report.describe()} under {where}")
+    return 0
+
+
+def _days(text: str) -> float:
+    value = float(text.removesuffix("d"))
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of days >= 0, got {text}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -360,6 +376,20 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--reason", help="why the budget changes (recorded in the ledger)")
     budget.add_argument("--json", action="store_true", help="print the account as JSON")
     budget.set_defaults(func=cmd_budget)
+
+    purge = sub.add_parser(
+        "purge",
+        help="remove cached private stage results (all, one dataset's, or those older than N "
+        "days); releases, the ledger and histories are not touched",
+    )
+    purge.add_argument("dataset", nargs="?", help="only this dataset's results")
+    purge.add_argument(
+        "--older-than",
+        type=_days,
+        metavar="DAYS",
+        help="only results older than DAYS (e.g. 3 or 3d)",
+    )
+    purge.set_defaults(func=cmd_purge)
     return parser
 
 

@@ -32,6 +32,7 @@ from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import discard, sha256_file
 from privgate.core.report import REPORT_FILE, blocked_report_path
 from privgate.flows.parameters import ReleaseParameters
+from privgate.tasks._results import discard_private_results
 from privgate.tasks.dp import (
     dp_columns_task,
     dp_dry_run_task,
@@ -124,6 +125,9 @@ def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
         if staged.staging_dir.exists():
             discard(staged)
     _attach_summary(policy, release_id, table, decision, "published", str(path))
+    removed = discard_private_results(policy)
+    if removed:
+        log.info("published: %s", removed)
     m = decision.measurements
     outcome.update(path=str(path), published=True)
     remaining = (m.get("remaining_exact") or [m.get("remaining_epsilon")])[0]

@@ -40,6 +40,7 @@ from privgate.core.ranking import Ranking
 from privgate.core.report import REPORT_FILE, ReleaseReport, blocked_report_path, build_report
 from privgate.flows.parameters import ReleaseParameters
 from privgate.flows.policy_overrides import resolve_policy
+from privgate.tasks._results import discard_private_results, prepare_private_results
 from privgate.tasks.anonymize import anonymize_task, anonymize_tiers_task
 from privgate.tasks.expectations import input_expectations_task, release_expectations_task
 from privgate.tasks.fingerprint import fingerprint_task
@@ -77,6 +78,7 @@ def release_flow(parameters: ReleaseParameters) -> dict:
     p = parameters
     policy = resolve_policy(p.policy_path, p.k, p.suppression_limit, p.overrides, p.epsilon)
     release_date = p.release_date or datetime.now(UTC).date()
+    log.info(prepare_private_results(policy))
     if policy.is_differentially_private:
         from privgate.flows.dp_release import dp_release
 
@@ -126,7 +128,7 @@ def release_flow(parameters: ReleaseParameters) -> dict:
             validated, policy, hierarchies, shuffle_seed, anonymize_token, ranking=ranking
         )
         verified = _verify(context, table, release_id, anonymize_token, shuffle_seed)
-        return _publish([verified], p.dry_run)[0]
+        return _publish([verified], p.dry_run, policy)[0]
 
     found = sorted(set(ranking.tiers.values()))
     wanted = policy.algorithm.release_tiers or [max(found)]
@@ -158,7 +160,7 @@ def release_flow(parameters: ReleaseParameters) -> dict:
         for item in verified:
             discard(item.staged)
         raise
-    states = _publish(verified, p.dry_run)
+    states = _publish(verified, p.dry_run, policy)
     outcomes = [state.data for state in states]
     summary = [
         {"tier": t.tier, "covers": t.covered, "loss": t.metrics["loss"]}
@@ -307,7 +309,7 @@ def _verify(
     return _Verified(staged, manifest, report, decision, outcome)
 
 
-def _publish(verified: list[_Verified], dry_run: bool) -> list:
+def _publish(verified: list[_Verified], dry_run: bool, policy: ReleasePolicy) -> list:
     """Publish verified releases, all in one transaction: if one rename fails, those already
     renamed are taken out of place again (``tasks/publish.py``), so a run publishes all of its
     releases or none. A dry run discards them instead."""
@@ -331,6 +333,10 @@ def _publish(verified: list[_Verified], dry_run: bool) -> list:
         for item in verified:
             if item.staged.staging_dir.exists():
                 discard(item.staged)
+    if verified:
+        removed = discard_private_results(policy)
+        if removed:
+            log.info("published: %s", removed)
     for item, path in zip(verified, paths, strict=True):
         log.info("released %s: %s", path, item.decision.summary)
         item.outcome.update(path=str(path), published=True)

@@ -1,27 +1,42 @@
 """How stage results are kept for reruns.
 
-A stage's result is persisted (Prefect's local result storage by default; set
-``PREFECT_LOCAL_STORAGE_PATH`` or a result storage block to move it) and keyed by the task's
-source and its light inputs: a ``cache_token`` (data fingerprint + the policy sections the
-stage reads + hierarchy files, see :func:`core.stages.cache_token`) and small values such as
-the shuffle seed. Heavy or derived inputs (the table, the policy object, the hierarchies, the
-ranking) are excluded from the key; the token already stands for them. So is the flow run id a
-DP stage records in the ledger: a rerun of the same release must find the noisy result the
-first run drew (and paid for), not draw again. Retrying a failed flow run then
-re-executes only the failed stage and what follows it: earlier stages show ``Cached``.
+A stage's result is persisted and keyed by the task's source and its light inputs: a
+``cache_token`` (data fingerprint + the policy sections the stage reads + hierarchy files, see
+:func:`privgate.core.stages.cache_token`) and small values such as the shuffle seed. Heavy or
+derived inputs (the table, the policy object, the hierarchies, the ranking) are excluded from
+the key; the token already stands for them. Retrying a failed flow run then re-executes only the
+failed stage and what follows it: earlier stages show ``Cached``.
+
+The results are private (the ingest stage's result *is* the input), so they are kept the way
+:mod:`privgate.tasks._results` describes: sealed (no pickle; encrypted when the data owner
+configures a key), under the privgate data directory in one owner-only folder per dataset, and
+for at most the retention period (:mod:`privgate.core.retention`).
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
-#: The task's code plus its inputs, minus those that never enter a key (the token covers them).
-CACHE_BY_TOKEN = TASK_SOURCE + (
-    INPUTS - "frame" - "policy" - "hierarchies" - "table" - "ranking" - "run_id"
+from privgate.core.retention import retention_days
+from privgate.tasks._results import RESULT_STORAGE, DatasetScoped, SealedSerializer
+
+#: The task's code plus its inputs, minus those that never enter a key (the token covers them),
+#: prefixed with the dataset so that each dataset's results sit in their own folder.
+CACHE_BY_TOKEN = DatasetScoped(
+    base=TASK_SOURCE
+    + (INPUTS - "frame" - "policy" - "hierarchies" - "table" - "ranking" - "run_id")
 )
 
 #: Keyword arguments of every cached stage task.
-CACHED_STAGE = {"persist_result": True, "cache_policy": CACHE_BY_TOKEN}
+CACHED_STAGE = {
+    "persist_result": True,
+    "cache_policy": CACHE_BY_TOKEN,
+    "result_storage": RESULT_STORAGE,  # saved by ensure_result_storage() when a flow starts
+    "result_serializer": SealedSerializer(),
+    "cache_expiration": timedelta(days=retention_days()),
+}
 
 
 def retry_transient(task, task_run, state) -> bool:

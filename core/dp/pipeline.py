@@ -124,7 +124,12 @@ def stage_and_verify(
     The staging folder is removed again if verification raises (the caller never receives it).
     """
     staged = stage_release(
-        table.frame, policy.output.directory, policy.dataset, release_id, policy.output.format
+        table.frame,
+        policy.output.directory,
+        policy.dataset,
+        release_id,
+        policy.output.format,
+        file_mode=policy.output.mode,
     )
     try:
         dp = policy.differential_privacy

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from privgate.core.gate import class_stats_of
-from privgate.core.policy import ColumnType, ReleasePolicy, Role
+from privgate.core.policy import ReleasePolicy, Role
 
 __all__ = ["ReleaseReport", "build_report", "validation_summary"]
 
@@ -104,7 +104,8 @@ def validation_summary(frame: pd.DataFrame, policy: ReleasePolicy) -> dict:
     """What the schema validation established about the input, column by column.
 
     The input reached this point, so every check passed; the summary lists what was checked
-    (type, nullability, range, categories or hierarchy coverage) and what the column holds.
+    (type, nullability, declared range, categories or hierarchy coverage) and counts per column
+    (missing, distinct). It holds no value of the input: the report is published.
     """
     columns = []
     for name, spec in policy.columns.items():
@@ -128,9 +129,10 @@ def validation_summary(frame: pd.DataFrame, policy: ReleasePolicy) -> dict:
             "distinct": int(col.nunique(dropna=True)),
             "checks": checks,
         }
-        if spec.type in (ColumnType.INTEGER, ColumnType.FLOAT) and col.notna().any():
-            entry["min"] = float(pd.to_numeric(col).min())
-            entry["max"] = float(pd.to_numeric(col).max())
+        # The declared range only: the input's own minimum and maximum are single records'
+        # values (an outlier a release generalizes away must not reappear in its report).
+        if spec.minimum is not None or spec.maximum is not None:
+            entry["declared_range"] = [spec.minimum, spec.maximum]
         columns.append(entry)
     dropped = [n for n, s in policy.columns.items() if s.role is Role.IDENTIFIER]
     return {

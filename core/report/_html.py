@@ -439,7 +439,9 @@ def _validation(report: ReleaseReport) -> str:
             c["type"],
             c["missing"],
             c["distinct"],
-            f"{_level(c['min'])} – {_level(c['max'])}" if "min" in c else "",
+            " – ".join("" if b is None else _level(b) for b in c["declared_range"])
+            if c.get("declared_range")
+            else "",
             "; ".join(c["checks"]),
         )
         for c in v.get("columns", [])
@@ -451,7 +453,7 @@ def _validation(report: ReleaseReport) -> str:
         + (f" Identifier column(s) dropped: {escape(', '.join(dropped))}." if dropped else "")
         + "</p>"
         + _table(
-            ["column", "role", "type", "missing", "distinct", "range", "checks"],
+            ["column", "role", "type", "missing", "distinct", "declared range", "checks"],
             rows,
             numeric=(3, 4),
         )

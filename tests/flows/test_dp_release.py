@@ -267,7 +267,7 @@ def test_dp_dry_run_reserves_draws_and_creates_nothing(
     outcome = _run(tmp_path, 9, dry_run=True)
     assert not outcome["published"] and outcome["dry_run"]
     assert outcome["gate"]["measurements"]["remaining_epsilon"] == pytest.approx(1.2)
-    assert list(_private_data_dir.iterdir()) == []  # no ledger file, no account
+    assert not (_private_data_dir / "privacy-ledger.sqlite").exists()  # no ledger, no account
     assert not list((tmp_path / "releases").glob("adult-dp/*/manifest.json"))
 
     _run(tmp_path, 8, epsilon=1.5)  # a real release spends 1.5 of 2.0
