@@ -173,9 +173,9 @@ def _decode(payload: bytes) -> Any:
 
 
 def _to_json(obj: Any, parts: list[bytes]) -> Any:
-    if obj is None or isinstance(obj, bool | str):
-        return obj
-    if isinstance(obj, int) and not isinstance(obj, enum.Enum):
+    if isinstance(obj, enum.Enum):  # before str and int: str- and int-valued enums exist
+        return {"__enum__": _qualified(type(obj)), "value": _to_json(obj.value, parts)}
+    if obj is None or isinstance(obj, bool | str | int):
         return obj
     if isinstance(obj, float):
         return {"__float__": repr(obj)}
@@ -194,8 +194,6 @@ def _to_json(obj: Any, parts: list[bytes]) -> Any:
         np.save(buffer, obj, allow_pickle=False)
         parts.append(buffer.getvalue())
         return {"__array__": len(parts) - 1}
-    if isinstance(obj, enum.Enum):
-        return {"__enum__": _qualified(type(obj)), "value": _to_json(obj.value, parts)}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {
             "__dataclass__": _qualified(type(obj)),
