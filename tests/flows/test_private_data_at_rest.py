@@ -218,3 +218,18 @@ def test_storage_stays_bounded_over_nightly_runs(prefect_harness, tmp_path, monk
         )
         assert not [p for p in results_root().rglob("*") if p.is_file()]
     assert purge_results().files == 0
+
+
+def test_the_cache_key_can_come_from_a_prefect_secret_block(prefect_harness, monkeypatch):
+    from prefect.blocks.system import Secret
+
+    from privgate.tasks._results import cache_key
+
+    key = new_cache_key()
+    Secret(value=key).save("privgate-cache-key-test", overwrite=True)
+    monkeypatch.delenv("PRIVGATE_CACHE_KEY", raising=False)
+    monkeypatch.setenv("PRIVGATE_CACHE_KEY_BLOCK", "privgate-cache-key-test")
+    assert cache_key() == key.encode()
+    Secret(value="not-a-key").save("privgate-cache-key-test", overwrite=True)
+    with pytest.raises(SealedResultError, match="not a valid key"):
+        cache_key()
