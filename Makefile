@@ -3,6 +3,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# anonymeter (the reference for core/attacks) needs numpy < 1.27 and pyarrow < 22: its own venv,
+# used only by tests/core/attacks/test_anonymeter_crosscheck.py through a subprocess.
+ANON_VENV := .venv-anonymeter
 UV_VERSION := 0.13.8
 
 # Quiet, offline runs: no telemetry; without the first two Prefect prints a
@@ -15,12 +18,14 @@ export GX_ANALYTICS_ENABLED := false
 
 install: $(STAMP)
 
-$(STAMP): requirements.lock requirements-pycanon.lock pyproject.toml
+$(STAMP): requirements.lock requirements-pycanon.lock requirements-anonymeter.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --require-hashes -r requirements-pycanon.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
+	$(PYTHON) -m venv --without-pip $(ANON_VENV)
+	$(BIN)/uv pip sync --quiet --python $(ANON_VENV)/bin/python --require-hashes requirements-anonymeter.lock
 	touch $(STAMP)
 
 demo: install
@@ -46,6 +51,7 @@ bench: install
 # Re-resolve the lock files after changing pyproject.toml.
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -q -o requirements.lock
+	$(BIN)/uv pip compile requirements-anonymeter.in --python-version 3.11 --generate-hashes -q -o requirements-anonymeter.lock
 
 clean:
-	rm -rf $(VENV) releases .pytest_cache
+	rm -rf $(VENV) $(ANON_VENV) releases .pytest_cache
