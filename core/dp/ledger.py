@@ -36,21 +36,18 @@ so "spend what is left" works and the spent total still never exceeds the budget
 
 from __future__ import annotations
 
-import contextlib
 import math
-import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Context, Decimal, Inexact, InvalidOperation, Overflow, Rounded
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlalchemy import Select, create_engine, event, func, insert, select, update
-from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy import Select, func, insert, select, update
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import IntegrityError
 
 from privgate.core.dp._accountant import PrivacyParameterError
 from privgate.core.dp._ledger_schema import (
@@ -62,6 +59,7 @@ from privgate.core.dp._ledger_schema import (
     publications,
 )
 from privgate.core.exceptions import BudgetExceededError, LedgerError
+from privgate.core.sqlstore import SQLStore, sqlite_file_exists, sqlite_url_in
 
 __all__ = [
     "LEDGER_FILENAME",
@@ -91,12 +89,6 @@ LEDGER_URL_VARIABLE = "PRIVGATE_LEDGER_URL"
 RESERVATION = "reservation"
 #: Mechanism name of the entry that charges a draw lost in a crash (it may have been drawn).
 LOST_DRAW = "lost-draw"
-
-#: Seconds a SQLite writer waits for another writer's lock before giving up.
-_SQLITE_BUSY_TIMEOUT = 60.0
-
-#: Execution option that makes a SQLite transaction start with ``BEGIN IMMEDIATE``.
-_WRITE_OPTION = "privgate_ledger_write"
 
 #: Exact decimal arithmetic: enough digits for any sum of float-born amounts, and any rounding
 #: raises instead of silently changing a spend.
@@ -132,8 +124,7 @@ def default_ledger_url(directory: str | Path) -> str:
     str
         ``sqlite:///<absolute directory>/privacy-ledger.sqlite``.
     """
-    path = Path(directory).expanduser().resolve() / LEDGER_FILENAME
-    return f"sqlite:///{path}"
+    return sqlite_url_in(directory, LEDGER_FILENAME)
 
 
 def configured_ledger_url() -> str:
@@ -159,11 +150,7 @@ def ledger_exists(url: str) -> bool:
     Lets read-only callers (a dry run, ``privgate budget``) report a fresh budget without
     creating a database. A server URL is assumed to exist (its tables are created on first use).
     """
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or _sqlite_in_memory(parsed):
-        return True
-    database = parsed.database or ""
-    return database.startswith("file:") or Path(database).expanduser().exists()
+    return sqlite_file_exists(url)
 
 
 @dataclass(frozen=True)
@@ -419,7 +406,7 @@ class Account:
         }
 
 
-class BudgetLedger:
+class BudgetLedger(SQLStore):
     """Lifetime privacy budgets of datasets and every spend charged to them, in a database.
 
     Parameters
@@ -456,109 +443,7 @@ class BudgetLedger:
     """
 
     def __init__(self, url: str | URL) -> None:
-        try:
-            parsed = make_url(url)
-        except (ArgumentError, ValueError, TypeError) as error:
-            raise LedgerError(
-                f"privacy ledger URL {str(url)!r} is not a valid SQLAlchemy database URL "
-                f"(e.g. sqlite:///path/to/ledger.sqlite): {error}"
-            ) from error
-        self._url = parsed
-        self._shown = parsed.render_as_string(hide_password=True)
-        self._is_sqlite = parsed.get_backend_name() == "sqlite"
-        in_memory = self._is_sqlite and _sqlite_in_memory(parsed)
-        # One in-memory database lives in one connection, shared by every thread (StaticPool);
-        # this lock keeps their transactions from interleaving on it.
-        self._serialize: contextlib.AbstractContextManager[Any] = (
-            threading.RLock() if in_memory else contextlib.nullcontext()
-        )
-        if self._is_sqlite and not in_memory:
-            _make_parent_folder(parsed, self._shown)
-        self._engine = self._create_engine(parsed, in_memory)
-        self._create_tables()
-        if self._is_sqlite and not in_memory:
-            _restrict_sqlite_file(parsed)
-
-    # ------------------------------------------------------------------------------------------
-    # Connection handling
-
-    @property
-    def url(self) -> str:
-        """The database URL, password hidden."""
-        return self._shown
-
-    def _create_engine(self, url: URL, in_memory: bool) -> Engine:
-        """An engine; for SQLite, one whose write transactions start with ``BEGIN IMMEDIATE``."""
-        kwargs: dict[str, Any] = {}
-        if self._is_sqlite:
-            kwargs["connect_args"] = {"timeout": _SQLITE_BUSY_TIMEOUT, "check_same_thread": False}
-            if in_memory:
-                kwargs["poolclass"] = StaticPool
-        try:
-            engine = create_engine(url, **kwargs)
-        except (NoSuchModuleError, ImportError) as error:
-            raise LedgerError(
-                f"cannot open the privacy ledger at {self._shown}: its database driver is not "
-                f"installed ({error})"
-            ) from error
-        except (ArgumentError, TypeError, ValueError) as error:
-            raise LedgerError(
-                f"cannot open the privacy ledger at {self._shown}: {error}"
-            ) from error
-        if self._is_sqlite:
-            _take_over_sqlite_transactions(engine)
-        return engine
-
-    @contextlib.contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Connection]:
-        """One transaction; a write takes the database lock (SQLite) up front.
-
-        Reads on other backends run at REPEATABLE READ so a snapshot is consistent across its
-        queries (an account's spent total is then exactly the sum of the entries read).
-        Database failures become :class:`~privgate.core.exceptions.LedgerError` naming the URL.
-        """
-        with self._serialize:
-            try:
-                with self._engine.connect() as connection:
-                    if self._is_sqlite:
-                        connection.execution_options(**{_WRITE_OPTION: write})
-                    elif not write:
-                        connection.execution_options(isolation_level="REPEATABLE READ")
-                    with connection.begin():
-                        yield connection
-            except (SQLAlchemyError, OSError) as error:
-                # OSError: some drivers (asyncpg) let a refused connection through unwrapped.
-                detail = getattr(error, "orig", None) or error
-                raise LedgerError(f"privacy ledger at {self._shown}: {detail}") from error
-
-    def _create_tables(self) -> None:
-        """Create the missing tables, tolerating another process creating them concurrently."""
-        try:
-            with self._transaction(write=True) as connection:
-                METADATA.create_all(connection, checkfirst=True)
-        except LedgerError as error:
-            # Another process may have created the tables between the check and the CREATE
-            # (backends without a database-wide write lock): re-check once before giving up.
-            try:
-                with self._transaction(write=True) as connection:
-                    METADATA.create_all(connection, checkfirst=True)
-            except LedgerError:
-                raise LedgerError(
-                    f"cannot open the privacy ledger at {self._shown}: {error.__cause__ or error}"
-                ) from error
-
-    def close(self) -> None:
-        """Release the ledger's database connections (an in-memory ledger is then gone)."""
-        self._engine.dispose()
-
-    def __enter__(self) -> BudgetLedger:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"BudgetLedger({self._shown!r})"
+        super().__init__(url, METADATA, what="privacy ledger", error=LedgerError)
 
     # ------------------------------------------------------------------------------------------
     # Accounts
@@ -1215,67 +1100,6 @@ def _account_for_update(dataset: str) -> Select:
     lock clause, and the ledger's ``BEGIN IMMEDIATE`` holds the database write lock instead.
     """
     return select(accounts).where(accounts.c.dataset == dataset).with_for_update()
-
-
-def _take_over_sqlite_transactions(engine: Engine) -> None:
-    """Make SQLAlchemy, not pysqlite, issue ``BEGIN``, so writes can use ``BEGIN IMMEDIATE``.
-
-    pysqlite begins transactions lazily and only before data changes, so a read-then-write
-    transaction would take the write lock late, after it had read a budget another writer could
-    change. ``BEGIN IMMEDIATE`` takes the lock before the first read (SQLAlchemy's documented
-    recipe for pysqlite transactions).
-    """
-
-    @event.listens_for(engine, "connect")
-    def _connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.execute("PRAGMA synchronous = FULL")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _begin(connection: Connection) -> None:
-        write = connection.get_execution_options().get(_WRITE_OPTION, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-
-
-def _sqlite_in_memory(url: URL) -> bool:
-    database = url.database or ""
-    return database in ("", ":memory:") or url.query.get("mode") == "memory"
-
-
-def _make_parent_folder(url: URL, shown: str) -> None:
-    """Create the folder of a SQLite file (the file itself SQLite creates).
-
-    A folder the ledger creates is owner-only (``0700``); an existing folder is left as the
-    operator set it up.
-    """
-    from privgate.core.locations import ensure_private_dir
-
-    database = url.database or ""
-    if database.startswith("file:"):
-        return
-    folder = Path(database).expanduser().parent
-    try:
-        if not folder.exists():
-            ensure_private_dir(folder)
-    except OSError as error:
-        raise LedgerError(
-            f"cannot open the privacy ledger at {shown}: cannot create its folder ({error})"
-        ) from error
-
-
-def _restrict_sqlite_file(url: URL) -> None:
-    """Make a SQLite ledger file owner-only (``0600``): it holds every release's spends and
-    journaled draws. SQLite gives its journal files the database file's mode."""
-    from privgate.core.locations import restrict_file
-
-    database = url.database or ""
-    path = Path(database).expanduser()
-    if not database.startswith("file:") and path.exists():
-        with contextlib.suppress(PermissionError):  # a file owned by another account
-            restrict_file(path)
 
 
 def _spent(connection: Connection, dataset: str) -> tuple[Decimal, Decimal]:
