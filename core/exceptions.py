@@ -92,3 +92,8 @@ class BudgetExceededError(GateBlockedError):
 
 class LedgerError(PrivgateError):
     """The privacy-budget ledger cannot be opened, or an account is missing or inconsistent."""
+
+
+class HistoryError(PrivgateError):
+    """The release history cannot be opened, or a change to it is refused (the message says
+    why: e.g. forgetting a published release without ``force``)."""

@@ -1,0 +1,34 @@
+"""The release history and the cross-release criterion (nightly releases that stay safe together).
+
+:class:`ReleaseHistory` keeps, privately, which person went into which published class of every
+k-anonymous release of a dataset; :func:`check_cross_release` combines a new release with them
+the way an attacker holding every release would, and says who would be exposed.
+"""
+
+from __future__ import annotations
+
+from privgate.core.history._criterion import (
+    CrossReleaseResult,
+    check_cross_release,
+    release_snapshot,
+)
+from privgate.core.history._store import (
+    HISTORY_URL_VARIABLE,
+    PastRelease,
+    RecordedRelease,
+    ReleaseHistory,
+    configured_history_url,
+    history_exists,
+)
+
+__all__ = [
+    "HISTORY_URL_VARIABLE",
+    "CrossReleaseResult",
+    "PastRelease",
+    "RecordedRelease",
+    "ReleaseHistory",
+    "check_cross_release",
+    "configured_history_url",
+    "history_exists",
+    "release_snapshot",
+]

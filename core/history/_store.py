@@ -1,0 +1,350 @@
+"""The release history: who went into which published class, release after release.
+
+Private to the data owner, like the ε ledger and stored the same way
+(:class:`~privgate.core.sqlstore.SQLStore`): ``PRIVGATE_HISTORY_URL`` (any SQLAlchemy URL) or a
+SQLite file in the privgate data directory, never a release folder. For every published
+k-anonymous release of a dataset it keeps, by the policy's record or person key, the published
+class each person went into, and each class's published sensitive values: exactly what an
+attacker who downloads every release and knows people's quasi-identifiers can combine
+(:mod:`privgate.core.history._criterion`).
+
+Recording is idempotent by release id (a rerun or retry records nothing twice), and a recorded
+release is forgotten only with ``force=True``: the history is what makes the next release safe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import pandas as pd
+from sqlalchemy import (
+    Column,
+    DateTime,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    delete,
+    insert,
+    select,
+)
+
+from privgate.core.exceptions import HistoryError
+from privgate.core.sqlstore import SQLStore, sqlite_file_exists, sqlite_url_in
+
+__all__ = [
+    "HISTORY_FILENAME",
+    "HISTORY_URL_VARIABLE",
+    "PastRelease",
+    "RecordedRelease",
+    "ReleaseHistory",
+    "configured_history_url",
+    "history_exists",
+]
+
+HISTORY_FILENAME = "release-history.sqlite"
+#: The environment variable naming the history (a SQLAlchemy URL).
+HISTORY_URL_VARIABLE = "PRIVGATE_HISTORY_URL"
+
+_DATASET = 255
+_ID = 255
+
+METADATA = MetaData()
+
+releases = Table(
+    "privgate_history_releases",
+    METADATA,
+    Column("dataset", String(_DATASET), primary_key=True),
+    Column("release_id", String(_ID), primary_key=True),
+    Column("recorded_at", DateTime(timezone=True), nullable=False),
+    Column("path", Text, nullable=True),
+    Column("key", String(_ID), nullable=False),
+    Column("sensitive", Text, nullable=False),  # JSON list of the sensitive columns
+    Column("checks", Text, nullable=False),  # JSON: the cross-release measurements
+)
+
+members = Table(
+    "privgate_history_members",
+    METADATA,
+    Column("dataset", String(_DATASET), nullable=False),
+    Column("release_id", String(_ID), nullable=False),
+    Column("person", Text, nullable=False),
+    Column("class_id", Integer, nullable=False),
+    ForeignKeyConstraint(
+        ["dataset", "release_id"], [releases.c.dataset, releases.c.release_id], ondelete="CASCADE"
+    ),
+    Index("ix_privgate_history_members_release", "dataset", "release_id"),
+)
+
+classes = Table(
+    "privgate_history_classes",
+    METADATA,
+    Column("dataset", String(_DATASET), nullable=False),
+    Column("release_id", String(_ID), nullable=False),
+    Column("class_id", Integer, nullable=False),
+    Column("label", Text, nullable=False),  # JSON: the generalized quasi-identifier values
+    Column("sensitive", Text, nullable=False),  # JSON: {column: sorted distinct values}
+    ForeignKeyConstraint(
+        ["dataset", "release_id"], [releases.c.dataset, releases.c.release_id], ondelete="CASCADE"
+    ),
+    Index("ix_privgate_history_classes_release", "dataset", "release_id"),
+)
+
+
+def configured_history_url() -> str:
+    """``PRIVGATE_HISTORY_URL`` or ``<privgate data directory>/release-history.sqlite``."""
+    from privgate.core.locations import data_dir
+
+    configured = os.environ.get(HISTORY_URL_VARIABLE, "").strip()
+    return configured or sqlite_url_in(data_dir(), HISTORY_FILENAME)
+
+
+def history_exists(url: str | None = None) -> bool:
+    """Whether the history at ``url`` (default: the configured one) exists."""
+    return sqlite_file_exists(url or configured_history_url())
+
+
+@dataclass(frozen=True)
+class PastRelease:
+    """One recorded release, as the cross-release criterion reads it.
+
+    Attributes
+    ----------
+    release_id : str
+    membership : Series
+        Person key (index, as text) -> class id in that release.
+    sensitive : dict
+        Class id -> {sensitive column: frozenset of the published values}.
+    """
+
+    release_id: str
+    membership: pd.Series
+    sensitive: dict[int, dict[str, frozenset[str]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecordedRelease:
+    """A release as ``privgate history`` lists it."""
+
+    dataset: str
+    release_id: str
+    recorded_at: datetime
+    path: str | None
+    key: str
+    people: int
+    classes: int
+    checks: dict
+
+    def describe(self) -> str:
+        checks = self.checks or {}
+        summary = ", ".join(f"{k} {v}" for k, v in checks.items() if not isinstance(v, dict))
+        return (
+            f"{self.release_id}  recorded {self.recorded_at:%Y-%m-%d %H:%M}Z  "
+            f"{self.people} people in {self.classes} classes (key {self.key!r})"
+            + (f"; checks: {summary}" if summary else "")
+            + (f"\n    {self.path}" if self.path else "")
+        )
+
+
+class ReleaseHistory(SQLStore):
+    """The release history on any SQLAlchemy URL (see the module docstring)."""
+
+    def __init__(self, url: str | None = None, *, create: bool = True) -> None:
+        super().__init__(
+            url or configured_history_url(),
+            METADATA,
+            what="release history",
+            error=HistoryError,
+            create=create,
+        )
+
+    def record(
+        self,
+        dataset: str,
+        release_id: str,
+        *,
+        key: str,
+        membership: pd.DataFrame,
+        class_sensitive: Mapping[int, Mapping[str, Sequence[str]]],
+        class_labels: Mapping[int, Sequence[str]],
+        sensitive_columns: Sequence[str],
+        checks: Mapping,
+        path: str | None = None,
+    ) -> bool:
+        """Record a published release; return False if it was already recorded (idempotent).
+
+        Parameters
+        ----------
+        membership : DataFrame
+            Columns ``person`` (the key, as text) and ``class_id``: one row per released record
+            (several rows of one person in one class are one membership).
+        class_sensitive, class_labels : mapping
+            Per class id: the published sensitive values, and the generalized QI values.
+        """
+        rows = membership[["person", "class_id"]].drop_duplicates()
+        with self._transaction(write=True) as connection:
+            known = connection.execute(
+                select(releases.c.release_id).where(
+                    releases.c.dataset == dataset, releases.c.release_id == release_id
+                )
+            ).first()
+            if known is not None:
+                return False
+            connection.execute(
+                insert(releases).values(
+                    dataset=dataset,
+                    release_id=release_id,
+                    recorded_at=datetime.now(UTC),
+                    path=path,
+                    key=key,
+                    sensitive=json.dumps(list(sensitive_columns)),
+                    checks=json.dumps(dict(checks), default=str),
+                )
+            )
+            if len(rows):
+                connection.execute(
+                    insert(members),
+                    [
+                        {
+                            "dataset": dataset,
+                            "release_id": release_id,
+                            "person": str(person),
+                            "class_id": int(class_id),
+                        }
+                        for person, class_id in rows.itertuples(index=False)
+                    ],
+                )
+            if class_labels:
+                connection.execute(
+                    insert(classes),
+                    [
+                        {
+                            "dataset": dataset,
+                            "release_id": release_id,
+                            "class_id": int(class_id),
+                            "label": json.dumps([str(v) for v in class_labels[class_id]]),
+                            "sensitive": json.dumps(
+                                {
+                                    column: sorted(str(v) for v in values)
+                                    for column, values in class_sensitive.get(class_id, {}).items()
+                                }
+                            ),
+                        }
+                        for class_id in class_labels
+                    ],
+                )
+        return True
+
+    def past_releases(self, dataset: str, *, excluding: str | None = None) -> list[PastRelease]:
+        """Every recorded release of ``dataset`` (oldest first), for the criterion."""
+        with self._transaction(write=False) as connection:
+            ids = [
+                row.release_id
+                for row in connection.execute(
+                    select(releases.c.release_id, releases.c.recorded_at)
+                    .where(releases.c.dataset == dataset)
+                    .order_by(releases.c.recorded_at, releases.c.release_id)
+                )
+                if row.release_id != excluding
+            ]
+            past = []
+            for release_id in ids:
+                people = connection.execute(
+                    select(members.c.person, members.c.class_id).where(
+                        members.c.dataset == dataset, members.c.release_id == release_id
+                    )
+                ).all()
+                table = connection.execute(
+                    select(classes.c.class_id, classes.c.sensitive).where(
+                        classes.c.dataset == dataset, classes.c.release_id == release_id
+                    )
+                ).all()
+                membership = pd.Series(
+                    [row.class_id for row in people],
+                    index=pd.Index([row.person for row in people], dtype=object),
+                    dtype="int64",
+                )
+                sensitive = {
+                    row.class_id: {
+                        column: frozenset(values)
+                        for column, values in json.loads(row.sensitive).items()
+                    }
+                    for row in table
+                }
+                past.append(PastRelease(release_id, membership, sensitive))
+        return past
+
+    def releases(self, dataset: str) -> list[RecordedRelease]:
+        """The recorded releases of ``dataset``, oldest first."""
+        with self._transaction(write=False) as connection:
+            rows = connection.execute(
+                select(releases)
+                .where(releases.c.dataset == dataset)
+                .order_by(releases.c.recorded_at, releases.c.release_id)
+            ).all()
+            out = []
+            for row in rows:
+                people = connection.execute(
+                    select(members.c.person)
+                    .where(members.c.dataset == dataset, members.c.release_id == row.release_id)
+                    .distinct()
+                ).all()
+                n_classes = connection.execute(
+                    select(classes.c.class_id).where(
+                        classes.c.dataset == dataset, classes.c.release_id == row.release_id
+                    )
+                ).all()
+                recorded = row.recorded_at
+                if recorded.tzinfo is None:
+                    recorded = recorded.replace(tzinfo=UTC)
+                out.append(
+                    RecordedRelease(
+                        dataset,
+                        row.release_id,
+                        recorded,
+                        row.path,
+                        row.key,
+                        len(people),
+                        len(n_classes),
+                        json.loads(row.checks),
+                    )
+                )
+        return out
+
+    def datasets(self) -> list[str]:
+        """The datasets with at least one recorded release."""
+        with self._transaction(write=False) as connection:
+            return sorted({row.dataset for row in connection.execute(select(releases.c.dataset))})
+
+    def forget(self, dataset: str, release_id: str, *, force: bool = False) -> None:
+        """Remove a recorded release. Refused without ``force``: the next release's safety is
+        checked against the history, so forgetting a release that was published hides what
+        an attacker may still hold.
+
+        Raises
+        ------
+        HistoryError
+            Without ``force``, or if the release is not recorded.
+        """
+        if not force:
+            raise HistoryError(
+                f"release {release_id} of {dataset!r} stays in the release history: releases "
+                "already published are what the next release is checked against; forget it "
+                "only with --force (e.g. a release withdrawn before anyone downloaded it)"
+            )
+        with self._transaction(write=True) as connection:
+            for table in (members, classes, releases):
+                done = connection.execute(
+                    delete(table).where(
+                        table.c.dataset == dataset, table.c.release_id == release_id
+                    )
+                )
+            if done.rowcount == 0:
+                raise HistoryError(f"release {release_id} of {dataset!r} is not in the history")

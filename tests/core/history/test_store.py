@@ -1,0 +1,73 @@
+"""The release history store: idempotent records, refusals, owner-only files, PostgreSQL."""
+
+from __future__ import annotations
+
+import stat
+
+import pandas as pd
+import pytest
+
+from privgate.core.exceptions import HistoryError
+from privgate.core.history import ReleaseHistory, check_cross_release, configured_history_url
+
+
+def _record(history: ReleaseHistory, release_id: str, people, classes, dataset="adult") -> bool:
+    membership = pd.DataFrame({"person": people, "class_id": classes})
+    labels = {c: [f"group-{c}", "*"] for c in set(classes)}
+    sensitive = {c: {"income": ["<=50K", ">50K"]} for c in set(classes)}
+    return history.record(
+        dataset,
+        release_id,
+        key="person_id",
+        membership=membership,
+        class_sensitive=sensitive,
+        class_labels=labels,
+        sensitive_columns=["income"],
+        checks={"min_candidates": 2},
+        path=f"/releases/{dataset}/{release_id}",
+    )
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history(request):
+    url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    store = ReleaseHistory(url)
+    yield store
+    for dataset in store.datasets():
+        for release in store.releases(dataset):
+            store.forget(dataset, release.release_id, force=True)
+    store.close()
+
+
+def test_records_are_idempotent_and_read_back_for_the_criterion(history):
+    assert _record(history, "r1", ["a", "b", "c", "d"], [0, 0, 1, 1])
+    assert not _record(history, "r1", ["a", "b", "c", "d"], [0, 0, 1, 1])  # a retry: no twice
+    assert _record(history, "r2", ["a", "c", "b", "d"], [0, 0, 1, 1])
+    past = history.past_releases("adult")
+    assert [p.release_id for p in past] == ["r1", "r2"]
+    assert past[0].membership.to_dict() == {"a": 0, "b": 0, "c": 1, "d": 1}
+    assert past[0].sensitive[0] == {"income": frozenset({"<=50K", ">50K"})}
+    result = check_cross_release(past[1], past[:1], k=2)
+    assert not result.passed  # the two generalizations together leave everyone alone
+    listed = history.releases("adult")
+    assert [(r.release_id, r.people, r.classes) for r in listed] == [("r1", 4, 2), ("r2", 4, 2)]
+    assert "4 people in 2 classes" in listed[0].describe()
+
+
+def test_forgetting_a_recorded_release_needs_force(history):
+    _record(history, "r1", ["a", "b"], [0, 0])
+    with pytest.raises(HistoryError, match="only with --force"):
+        history.forget("adult", "r1")
+    assert [r.release_id for r in history.releases("adult")] == ["r1"]
+    history.forget("adult", "r1", force=True)
+    assert history.releases("adult") == [] and history.past_releases("adult") == []
+    with pytest.raises(HistoryError, match="not in the history"):
+        history.forget("adult", "r1", force=True)
+
+
+def test_the_default_history_is_an_owner_only_file_in_the_data_directory(_private_data_dir):
+    url = configured_history_url()
+    assert url == f"sqlite:///{_private_data_dir / 'release-history.sqlite'}"
+    with ReleaseHistory() as history:
+        _record(history, "r1", ["a", "b"], [0, 0])
+    assert stat.S_IMODE((_private_data_dir / "release-history.sqlite").stat().st_mode) == 0o600
