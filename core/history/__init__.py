@@ -10,6 +10,8 @@ from __future__ import annotations
 from privgate.core.history._criterion import (
     CrossReleaseResult,
     check_cross_release,
+    exposure,
+    protect_across_releases,
     release_snapshot,
 )
 from privgate.core.history._store import (
@@ -29,6 +31,8 @@ __all__ = [
     "ReleaseHistory",
     "check_cross_release",
     "configured_history_url",
+    "exposure",
     "history_exists",
+    "protect_across_releases",
     "release_snapshot",
 ]

@@ -1,27 +1,30 @@
 """The cross-release criterion: what every release published so far, combined, still protects.
 
 The attacker downloads every release of a dataset and knows a target's quasi-identifiers and
-which nights the target was present (the strongest, prosecutor-style assumption). In each
-release the target sits in one published class. Intersecting them:
+on which nights the target was present (the strongest assumption). In each release the target
+sits in one published class, and the target's sensitive value is one of that class's published
+values. Combining the releases (the composition attack of Ganta, Kasiviswanathan & Smith 2008;
+the re-publication setting of m-invariance, Xiao & Tao 2007):
 
-* **candidates**: the people who share the target's published class *in every release the
-  target appears in* (and appear in each of them). Each release may be k-anonymous on its own,
-  yet two different generalizations, or a class whose membership churns between nights, leave
-  fewer than k people consistent with all of them. The criterion needs at least k.
-* **sensitive values** (the composition attack, Ganta, Kasiviswanathan & Smith 2008; the
-  re-publication setting of m-invariance, Xiao & Tao 2007): the target's value must be among
-  the published values of its class in every release, so the attacker intersects those sets.
-  The criterion needs at least l distinct values left in the intersection for every column the
-  policy protects with l-diversity (distinct-l on the intersection: the stated equivalent of
-  m-invariance's condition, which holds under insertions, deletions and updates because it is
-  evaluated on what was actually published, whatever changed between nights).
+* **possible values**: for each sensitive column the policy protects with l-diversity, the
+  target's value must be among the published values of its class in *every* release the target
+  appears in, so the attacker intersects those sets. At least l distinct values must be left.
+* **candidates**: the records of the target's class in the new release whose protected values
+  lie in those intersections are the records that can still be the target's; the others are
+  ruled out. At least k must be left.
 
-A person with several rows in one release (visits) is in each class one of their rows is in;
-a candidate must share all of them.
+This is the stated equivalent of m-invariance's condition (every person's class keeps the same
+set of sensitive values across releases) that privgate enforces: instead of demanding that
+signatures never change, it measures what their changes reveal, so it holds under insertions,
+deletions and updates of any kind between nights, evaluated on what was actually published.
+Values are assumed static per person (the attacker's best case); a released column that is not
+a protected sensitive column is not used to link records (declare it a quasi-identifier if it
+can). A person with several rows in one release is in each class one of their rows is in.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -30,20 +33,26 @@ import pandas as pd
 
 from privgate.core.history._store import PastRelease
 
-__all__ = ["CrossReleaseResult", "check_cross_release", "release_snapshot"]
+__all__ = [
+    "CrossReleaseResult",
+    "check_cross_release",
+    "exposure",
+    "protect_across_releases",
+    "release_snapshot",
+]
 
 
 @dataclass(frozen=True)
 class CrossReleaseResult:
-    """The criterion's verdict on a new release given the recorded history.
+    """The criterion's verdict.
 
     Attributes
     ----------
     passed : bool
     candidates : Series
-        Person -> number of people consistent with them across every release they are in.
+        Person -> records of their latest class that can still be theirs.
     exposed_k : list
-        People with fewer than ``k`` candidates.
+        People with fewer than ``k`` candidate records.
     exposed_l : list
         People left with fewer than ``l`` possible values of a protected sensitive column.
     measurements : dict
@@ -55,6 +64,10 @@ class CrossReleaseResult:
     exposed_k: list = field(default_factory=list)
     exposed_l: list = field(default_factory=list)
     measurements: dict = field(default_factory=dict)
+    #: Person -> the largest share one protected value has among their candidate records: an
+    #: attacker's confidence in that value using the published frequencies too (reported; the
+    #: criterion enforces the distinct-value form of l, as the policy's distinct l-diversity).
+    confidence: pd.Series | None = None
 
     @property
     def exposed(self) -> list:
@@ -65,15 +78,15 @@ class CrossReleaseResult:
         out = []
         if self.exposed_k:
             out.append(
-                f"release history: {len(self.exposed_k)} person(s) present in earlier releases "
-                f"would be left with fewer than k = {k} candidates once this release is combined "
-                f"with them (fewest: {self.measurements.get('min_candidates')})"
+                f"release history: combined with the earlier releases, {len(self.exposed_k)} "
+                f"person(s) would be left with fewer than k = {k} candidate records (fewest: "
+                f"{self.measurements.get('min_candidates')})"
             )
         if self.exposed_l:
             required = ", ".join(f"{c} (l = {n})" for c, n in l_required.items())
             out.append(
-                f"release history: {len(self.exposed_l)} person(s) would be left with fewer "
-                f"than l possible sensitive values across releases: {required}"
+                f"release history: combined with the earlier releases, {len(self.exposed_l)} "
+                f"person(s) would be left with fewer than l possible values of {required}"
             )
         return out
 
@@ -95,28 +108,16 @@ def release_snapshot(
     sensitive : mapping, optional
         Per protected sensitive column, the published value of each row.
     """
-    membership = pd.Series(
-        np.asarray(class_ids, dtype=np.int64),
-        index=pd.Index([str(p) for p in people], dtype=object),
-    )
-    sets: dict[int, dict[str, frozenset[str]]] = {}
-    for column, values in (sensitive or {}).items():
-        frame = pd.DataFrame({"class_id": membership.to_numpy(), "value": list(values)})
-        for class_id, group in frame.groupby("class_id"):
-            sets.setdefault(int(class_id), {})[column] = frozenset(str(v) for v in group["value"])
-    return PastRelease(release_id, membership, sets)
-
-
-def _class_sets(release: PastRelease, people: pd.Index) -> tuple[np.ndarray, list[frozenset]]:
-    """Per person of ``people``: a code for the set of classes they are in (-1 if absent)."""
-    grouped = release.membership.groupby(level=0).agg(lambda ids: frozenset(int(i) for i in ids))
-    present = grouped.reindex(people)
-    codes = np.full(len(people), -1, dtype=np.int64)
-    mask = present.notna().to_numpy()
-    if mask.any():
-        factor, uniques = pd.factorize(present[mask])
-        codes[mask] = factor
-    return codes, list(present)
+    class_ids = np.asarray(class_ids, dtype=np.int64)
+    membership = pd.Series(class_ids, index=pd.Index([str(p) for p in people], dtype=object))
+    columns = tuple(sensitive or {})
+    records = list(
+        zip(*[[str(v) for v in (sensitive or {})[c]] for c in columns], strict=True)
+    ) if columns else [()] * len(class_ids)  # fmt: skip
+    counts: dict[int, Counter] = {}
+    for class_id, record in zip(class_ids.tolist(), records, strict=True):
+        counts.setdefault(int(class_id), Counter())[record] += 1
+    return PastRelease(release_id, membership, columns, counts)
 
 
 def check_cross_release(
@@ -128,64 +129,143 @@ def check_cross_release(
 ) -> CrossReleaseResult:
     """Combine ``new`` with the ``past`` releases and check every person of ``new``.
 
-    Only people present in ``new`` are checked: a person the new release leaves out gains the
-    attacker nothing from it. ``l_required`` maps each protected sensitive column to its l.
+    Only people present in ``new`` are checked (a person the new release leaves out gains the
+    attacker nothing from it), against their class in ``new``. ``l_required`` maps each
+    protected sensitive column to its l.
+    """
+    people = pd.Index(new.membership.index.unique(), dtype=object)
+    return exposure([*past, new], people, k=k, l_required=l_required, earlier=len(past))
+
+
+def exposure(
+    releases: Sequence[PastRelease],
+    people: pd.Index | None = None,
+    *,
+    k: int,
+    l_required: Mapping[str, int] | None = None,
+    earlier: int | None = None,
+) -> CrossReleaseResult:
+    """What an attacker holding ``releases`` learns about each of ``people``.
+
+    For each person: the possible values of each protected column (intersected over the
+    releases they appear in) and the candidate records of their class in the *last* release
+    they appear in. ``people`` defaults to everyone who appears in any release (the attack at
+    the end of a history, as the benchmark measures it).
     """
     l_required = dict(l_required or {})
-    people = pd.Index(new.membership.index.unique(), dtype=object)
-    releases = [*past, new]
-    matrix = np.empty((len(people), len(releases)), dtype=np.int64)
-    member_sets: list[list] = []
-    for j, release in enumerate(releases):
-        matrix[:, j], sets = _class_sets(release, people)
-        member_sets.append(sets)
-    presence = matrix >= 0
+    if people is None:
+        people = pd.Index(
+            pd.unique(np.concatenate([r.membership.index.to_numpy() for r in releases])),
+            dtype=object,
+        )
+    classes_of = [
+        r.membership.groupby(level=0).agg(lambda ids: frozenset(int(i) for i in ids))
+        for r in releases
+    ]
     candidates = np.zeros(len(people), dtype=np.int64)
-    patterns, pattern_of = np.unique(presence, axis=0, return_inverse=True)
-    pattern_of = pattern_of.reshape(-1)
-    for index, pattern in enumerate(patterns):
-        columns = np.flatnonzero(pattern)
-        keys = matrix[:, columns]
-        _, group, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-        mine = pattern_of == index
-        candidates[mine] = counts[group.reshape(-1)[mine]]
-    several = presence.sum(axis=1) >= 2
+    confidence = np.zeros(len(people), dtype=np.float64)
+    values_left: dict[str, np.ndarray] = {c: np.zeros(len(people), np.int64) for c in l_required}
+    several = np.zeros(len(people), dtype=bool)
+    for i, person in enumerate(people):
+        possible: list[set | None] | None = None
+        last: tuple[PastRelease, frozenset] | None = None
+        seen = 0
+        for release, classes in zip(releases, classes_of, strict=True):
+            mine = classes.get(person)
+            if mine is None:
+                continue
+            seen += 1
+            last = (release, mine)
+            published = [set() for _ in release.columns]
+            for class_id in mine:
+                for record in release.records.get(class_id, {}):
+                    for j, value in enumerate(record):
+                        published[j].add(value)
+            if possible is None:
+                possible = published
+            else:
+                possible = [a & b for a, b in zip(possible, published, strict=True)]
+        several[i] = seen >= 2
+        if last is None:
+            continue
+        release, mine = last
+        columns = release.columns
+        for j, column in enumerate(columns):
+            if column in values_left:
+                values_left[column][i] = len(possible[j])
+        matching = Counter()
+        for class_id in mine:
+            for record, count in release.records.get(class_id, {}).items():
+                if all(value in possible[j] for j, value in enumerate(record)):
+                    matching[record] += count
+        candidates[i] = sum(matching.values())
+        for j in range(len(columns)):
+            by_value = Counter()
+            for record, count in matching.items():
+                by_value[record[j]] += count
+            if by_value and candidates[i]:
+                confidence[i] = max(confidence[i], max(by_value.values()) / candidates[i])
     exposed_k = [people[i] for i in np.flatnonzero(candidates < k)]
-
-    exposed_l: list = []
-    fewest: dict[str, int] = {}
-    for column, required in l_required.items():
-        low = None
-        for i in np.flatnonzero(several):
-            values: frozenset | None = None
-            for j, release in enumerate(releases):
-                classes = member_sets[j][i]
-                if not isinstance(classes, frozenset):
-                    continue
-                published = frozenset().union(
-                    *(release.sensitive.get(c, {}).get(column, frozenset()) for c in classes)
-                )
-                values = published if values is None else values & published
-            count = len(values or ())
-            low = count if low is None else min(low, count)
-            if count < required:
-                exposed_l.append(people[i])
-        if low is not None:
-            fewest[column] = low
+    exposed_l = sorted(
+        {people[i] for c, n in l_required.items() for i in np.flatnonzero(values_left[c] < n)},
+        key=str,
+    )
     result = pd.Series(candidates, index=people)
     measurements = {
-        "earlier_releases": len(past),
+        "max_confidence": float(confidence.max()) if len(confidence) else None,
+        "earlier_releases": len(releases) - 1 if earlier is None else earlier,
         "people_checked": len(people),
         "people_in_several_releases": int(several.sum()),
         "min_candidates": int(candidates.min()) if len(candidates) else None,
-        "min_candidates_across_releases": int(candidates[several].min()) if several.any() else None,
-        "min_sensitive_values": fewest,
+        "min_possible_values": {c: int(v.min()) for c, v in values_left.items() if len(v)},
         "exposed_by_k": len(exposed_k),
-        "exposed_by_l": len(set(exposed_l)),
+        "exposed_by_l": len(exposed_l),
         "k": k,
         "l": l_required,
     }
     return CrossReleaseResult(
-        not exposed_k and not exposed_l, result, exposed_k, sorted(set(exposed_l), key=str),
+        not exposed_k and not exposed_l,
+        result,
+        exposed_k,
+        exposed_l,
         measurements,
-    )  # fmt: skip
+        pd.Series(confidence, index=people),
+    )
+
+
+def protect_across_releases(
+    release_id: str,
+    people: Sequence[object],
+    class_ids: Sequence[int],
+    sensitive: Mapping[str, Sequence[object]],
+    past: Sequence[PastRelease],
+    *,
+    k: int,
+    l_required: Mapping[str, int] | None = None,
+    max_removed: int,
+) -> tuple[np.ndarray, CrossReleaseResult]:
+    """Remove from a release the people its combination with ``past`` would expose.
+
+    Repeats until the criterion holds (removing a person changes their classes' values and
+    candidates, which can expose someone else). Returns the mask of rows to keep (all rows of a
+    removed person go) and the final result. It removes at most ``max_removed`` rows (what is
+    left of the suppression budget); beyond that the release is returned as it is with a
+    failing result, so the gate blocks it.
+    """
+    people = np.asarray([str(p) for p in people], dtype=object)
+    class_ids = np.asarray(class_ids)
+    keep = np.ones(len(people), dtype=bool)
+    while True:
+        snapshot = release_snapshot(
+            release_id,
+            people[keep],
+            class_ids[keep],
+            {c: np.asarray(v, dtype=object)[keep] for c, v in sensitive.items()},
+        )
+        result = check_cross_release(snapshot, past, k=k, l_required=l_required)
+        if result.passed:
+            return keep, result
+        doomed = np.isin(people, np.asarray(result.exposed, dtype=object)) & keep
+        if int((~keep).sum() + doomed.sum()) > max_removed:
+            return keep, result
+        keep &= ~doomed

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -90,7 +91,7 @@ classes = Table(
     Column("release_id", String(_ID), nullable=False),
     Column("class_id", Integer, nullable=False),
     Column("label", Text, nullable=False),  # JSON: the generalized quasi-identifier values
-    Column("sensitive", Text, nullable=False),  # JSON: {column: sorted distinct values}
+    Column("sensitive", Text, nullable=False),  # JSON: [[value, ..., count], ...] per record
     ForeignKeyConstraint(
         ["dataset", "release_id"], [releases.c.dataset, releases.c.release_id], ondelete="CASCADE"
     ),
@@ -113,20 +114,24 @@ def history_exists(url: str | None = None) -> bool:
 
 @dataclass(frozen=True)
 class PastRelease:
-    """One recorded release, as the cross-release criterion reads it.
+    """One release, as the cross-release criterion reads it.
 
     Attributes
     ----------
     release_id : str
     membership : Series
-        Person key (index, as text) -> class id in that release.
-    sensitive : dict
-        Class id -> {sensitive column: frozenset of the published values}.
+        Person key (index, as text) -> class id in that release (a person with several rows
+        appears once per row).
+    columns : tuple of str
+        The protected sensitive columns, in the order of the value tuples below.
+    records : dict
+        Class id -> Counter of the published value tuples of its records.
     """
 
     release_id: str
     membership: pd.Series
-    sensitive: dict[int, dict[str, frozenset[str]]] = field(default_factory=dict)
+    columns: tuple[str, ...] = ()
+    records: dict[int, Counter] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -168,13 +173,10 @@ class ReleaseHistory(SQLStore):
     def record(
         self,
         dataset: str,
-        release_id: str,
+        release: PastRelease,
         *,
         key: str,
-        membership: pd.DataFrame,
-        class_sensitive: Mapping[int, Mapping[str, Sequence[str]]],
         class_labels: Mapping[int, Sequence[str]],
-        sensitive_columns: Sequence[str],
         checks: Mapping,
         path: str | None = None,
     ) -> bool:
@@ -182,17 +184,26 @@ class ReleaseHistory(SQLStore):
 
         Parameters
         ----------
-        membership : DataFrame
-            Columns ``person`` (the key, as text) and ``class_id``: one row per released record
-            (several rows of one person in one class are one membership).
-        class_sensitive, class_labels : mapping
-            Per class id: the published sensitive values, and the generalized QI values.
+        release : PastRelease
+            Who went into which class, and each class's published protected values
+            (:func:`~privgate.core.history.release_snapshot`).
+        key : str
+            The column the people are identified by (the policy's record or person key).
+        class_labels : mapping
+            Per class id, the generalized quasi-identifier values (for the owner's audit).
+        checks : mapping
+            The cross-release measurements the gate made (listed by ``privgate history``).
         """
-        rows = membership[["person", "class_id"]].drop_duplicates()
+        rows = (
+            release.membership.rename("class_id")
+            .rename_axis("person")
+            .reset_index()
+            .drop_duplicates()
+        )
         with self._transaction(write=True) as connection:
             known = connection.execute(
                 select(releases.c.release_id).where(
-                    releases.c.dataset == dataset, releases.c.release_id == release_id
+                    releases.c.dataset == dataset, releases.c.release_id == release.release_id
                 )
             ).first()
             if known is not None:
@@ -200,11 +211,11 @@ class ReleaseHistory(SQLStore):
             connection.execute(
                 insert(releases).values(
                     dataset=dataset,
-                    release_id=release_id,
+                    release_id=release.release_id,
                     recorded_at=datetime.now(UTC),
                     path=path,
                     key=key,
-                    sensitive=json.dumps(list(sensitive_columns)),
+                    sensitive=json.dumps(list(release.columns)),
                     checks=json.dumps(dict(checks), default=str),
                 )
             )
@@ -214,30 +225,31 @@ class ReleaseHistory(SQLStore):
                     [
                         {
                             "dataset": dataset,
-                            "release_id": release_id,
+                            "release_id": release.release_id,
                             "person": str(person),
                             "class_id": int(class_id),
                         }
                         for person, class_id in rows.itertuples(index=False)
                     ],
                 )
-            if class_labels:
+            ids = sorted(set(release.records) | set(class_labels))
+            if ids:
                 connection.execute(
                     insert(classes),
                     [
                         {
                             "dataset": dataset,
-                            "release_id": release_id,
+                            "release_id": release.release_id,
                             "class_id": int(class_id),
-                            "label": json.dumps([str(v) for v in class_labels[class_id]]),
+                            "label": json.dumps([str(v) for v in class_labels.get(class_id, ())]),
                             "sensitive": json.dumps(
-                                {
-                                    column: sorted(str(v) for v in values)
-                                    for column, values in class_sensitive.get(class_id, {}).items()
-                                }
+                                [
+                                    [*values, count]
+                                    for values, count in release.records.get(class_id, {}).items()
+                                ]
                             ),
                         }
-                        for class_id in class_labels
+                        for class_id in ids
                     ],
                 )
         return True
@@ -245,17 +257,17 @@ class ReleaseHistory(SQLStore):
     def past_releases(self, dataset: str, *, excluding: str | None = None) -> list[PastRelease]:
         """Every recorded release of ``dataset`` (oldest first), for the criterion."""
         with self._transaction(write=False) as connection:
-            ids = [
-                row.release_id
+            recorded = [
+                row
                 for row in connection.execute(
-                    select(releases.c.release_id, releases.c.recorded_at)
+                    select(releases.c.release_id, releases.c.sensitive)
                     .where(releases.c.dataset == dataset)
                     .order_by(releases.c.recorded_at, releases.c.release_id)
                 )
                 if row.release_id != excluding
             ]
             past = []
-            for release_id in ids:
+            for release_id, columns in recorded:
                 people = connection.execute(
                     select(members.c.person, members.c.class_id).where(
                         members.c.dataset == dataset, members.c.release_id == release_id
@@ -271,14 +283,15 @@ class ReleaseHistory(SQLStore):
                     index=pd.Index([row.person for row in people], dtype=object),
                     dtype="int64",
                 )
-                sensitive = {
-                    row.class_id: {
-                        column: frozenset(values)
-                        for column, values in json.loads(row.sensitive).items()
-                    }
+                records = {
+                    row.class_id: Counter(
+                        {tuple(item[:-1]): int(item[-1]) for item in json.loads(row.sensitive)}
+                    )
                     for row in table
                 }
-                past.append(PastRelease(release_id, membership, sensitive))
+                past.append(
+                    PastRelease(release_id, membership, tuple(json.loads(columns)), records)
+                )
         return past
 
     def releases(self, dataset: str) -> list[RecordedRelease]:

@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import stat
 
-import pandas as pd
 import pytest
 
 from privgate.core.exceptions import HistoryError
-from privgate.core.history import ReleaseHistory, check_cross_release, configured_history_url
+from privgate.core.history import (
+    ReleaseHistory,
+    check_cross_release,
+    configured_history_url,
+    release_snapshot,
+)
 
 
 def _record(history: ReleaseHistory, release_id: str, people, classes, dataset="adult") -> bool:
-    membership = pd.DataFrame({"person": people, "class_id": classes})
+    income = ["<=50K" if i % 2 else ">50K" for i in range(len(people))]
+    snapshot = release_snapshot(release_id, people, classes, {"income": income})
     labels = {c: [f"group-{c}", "*"] for c in set(classes)}
-    sensitive = {c: {"income": ["<=50K", ">50K"]} for c in set(classes)}
     return history.record(
         dataset,
-        release_id,
+        snapshot,
         key="person_id",
-        membership=membership,
-        class_sensitive=sensitive,
         class_labels=labels,
-        sensitive_columns=["income"],
         checks={"min_candidates": 2},
         path=f"/releases/{dataset}/{release_id}",
     )
@@ -46,9 +47,18 @@ def test_records_are_idempotent_and_read_back_for_the_criterion(history):
     past = history.past_releases("adult")
     assert [p.release_id for p in past] == ["r1", "r2"]
     assert past[0].membership.to_dict() == {"a": 0, "b": 0, "c": 1, "d": 1}
-    assert past[0].sensitive[0] == {"income": frozenset({"<=50K", ">50K"})}
-    result = check_cross_release(past[1], past[:1], k=2)
-    assert not result.passed  # the two generalizations together leave everyone alone
+    assert past[0].columns == ("income",)
+    assert past[0].records[0] == {(">50K",): 1, ("<=50K",): 1}
+    result = check_cross_release(past[1], past[:1], k=2, l_required={"income": 2})
+    # Read back, the same verdict as on the snapshots themselves.
+    income = ["<=50K" if i % 2 else ">50K" for i in range(4)]
+    direct = check_cross_release(
+        release_snapshot("r2", ["a", "c", "b", "d"], [0, 0, 1, 1], {"income": income}),
+        [release_snapshot("r1", ["a", "b", "c", "d"], [0, 0, 1, 1], {"income": income})],
+        k=2,
+        l_required={"income": 2},
+    )
+    assert result.candidates.to_dict() == direct.candidates.to_dict()
     listed = history.releases("adult")
     assert [(r.release_id, r.people, r.classes) for r in listed] == [("r1", 4, 2), ("r2", 4, 2)]
     assert "4 people in 2 classes" in listed[0].describe()

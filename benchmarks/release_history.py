@@ -1,0 +1,151 @@
+"""The attack on nightly releases, measured: 30 nights of Adult with churn (issue 20).
+
+Every night 1 % of the people leave, 1 % arrive (rows drawn from the Adult records not in the
+starting table, with new person ids) and 1 % change one quasi-identifier (a value taken from
+another record). Each night the table is released by the optimal search (k = 5, distinct
+2-diversity on ``occupation``, 2 % suppression; the other eight Adult columns are the
+quasi-identifiers). An attacker who downloaded every release and knows everyone's
+quasi-identifiers and presence intersects them (``core.history.exposure``): the candidate
+records of each person's last class, and the possible occupations left.
+
+Three configurations in one run, on the same churn (same seed):
+
+* **no criterion**: every night's release published as the search makes it;
+* **criterion**: each night's release checked against the history; the people it would expose
+  are removed within the suppression limit, else nothing is published that night;
+* **criterion + margin**: as above, and the search asks for classes of 2k people, so that people
+  leaving later do not take a class below k.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/release_history.py            # print the section
+    .venv/bin/python benchmarks/release_history.py --write    # also update BENCHMARKS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from _markdown import upsert_section  # noqa: E402 (script dir)
+
+BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
+SECTION_HEADING = "## Nightly releases and the attack that intersects them (issue 20)"
+
+
+def adult_policy():
+    from privgate.core.policy import load_policy
+
+    policy = load_policy(REPO_ROOT / "policies" / "adult.yaml")
+    columns = policy.model_dump(mode="json")["columns"]
+    columns["occupation"] = {"role": "sensitive"}
+    return policy.with_overrides(
+        **{"columns": columns, "privacy.l_diversity": [{"column": "occupation", "l": 2}]}
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--nights", type=int, default=30)
+    parser.add_argument("--rows", type=int, default=25_000)
+    parser.add_argument("--churn", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+
+    from privgate.core import stages
+    from privgate.core.history.simulation import Churn, simulate_nightly_releases
+    from privgate.validations.schema import validate_input
+
+    started, load, clock = datetime.now(UTC), os.getloadavg(), time.perf_counter()
+    policy = adult_policy()
+    hierarchies = stages.load_hierarchies(policy)
+    adult = validate_input(stages.ingest(policy).frame, policy, hierarchies)
+    order = np.random.default_rng(args.seed).permutation(len(adult))
+    base = adult.iloc[order[: args.rows]].assign(person=[f"p{i}" for i in range(args.rows)])
+    pool = adult.iloc[order[args.rows :]]
+    churn = Churn(args.nights, args.churn, args.churn, args.churn, args.seed)
+    results = {}
+    for name, protect, margin in (
+        ("no criterion", False, 0.0),
+        ("criterion", True, 0.0),
+        ("criterion + margin (search k = 10)", True, 1.0),
+    ):
+        t0 = time.perf_counter()
+        outcome = simulate_nightly_releases(
+            base, pool, policy, hierarchies, key="person", churn=churn, protect=protect,
+            margin=margin,
+            progress=lambda n, name=name: print(
+                f"{name}: night {n.night} {'published' if n.published else 'BLOCKED'} "
+                f"removed {n.removed_by_history} ({n.seconds}s)", flush=True,
+            ),
+        )  # fmt: skip
+        results[name] = (outcome.summary(), time.perf_counter() - t0)
+    seconds = time.perf_counter() - clock
+
+    script = os.path.relpath(Path(__file__).resolve(), REPO_ROOT)
+    python = os.path.relpath(sys.executable, REPO_ROOT)
+    lines = [
+        SECTION_HEADING,
+        "",
+        f"Command (from the repository root): `{shlex.join([python, script, *sys.argv[1:]])}`",
+        "",
+        f"- Date: {started:%Y-%m-%d %H:%M} UTC; {seconds / 60:.1f} min in all; machine: nproc "
+        f"{os.cpu_count()}, load average {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f} before "
+        "(shared machine)",
+        f"- Data: ARX Adult (30,162 records); night 1 = {args.rows:,} random records (seed "
+        f"{args.seed}), the rest the pool of arrivals and changed values; {args.nights} nights, "
+        f"{100 * args.churn:g} % inserted, deleted and updated per night.",
+        "- Release: the optimal search, k = 5, distinct 2-diversity on occupation, 2 % "
+        "suppression, ARX's hierarchies for the 8 quasi-identifiers.",
+        "- Attack: after the last night, for every person ever published: the candidate records "
+        "of their last published class whose occupation is possible given every class they were "
+        "in (*below k*: fewer than 5), the occupations left (*disclosed*: fewer than 2, i.e. "
+        "confidence above 1/l from the intersected sets), and, reported beside it, the largest "
+        "share one occupation has among their candidates (*confident*: above 1/2; distinct "
+        "l-diversity does not bound this even in a single release).",
+        "",
+        "| configuration | nights published | below k | disclosed | confident | fewest "
+        "candidates | mean granularity | mean suppressed | removed by the criterion | distinct "
+        "generalizations | time |",
+        "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, (s, took) in results.items():
+        lines.append(
+            f"| {name} | {s['nights_published']}/{args.nights} | {s['below_k']} "
+            f"({100 * s['share_below_k']:.2f} %) | {s['disclosed']} "
+            f"({100 * s['share_disclosed']:.2f} %) | {100 * s['share_confident']:.2f} % | "
+            f"{s['min_candidates']} | {s['mean_granularity']:.4f} | {s['mean_suppressed']:.1f} | "
+            f"{s['mean_removed_by_history']:.1f} | {s['distinct_generalizations']} | "
+            f"{took / 60:.1f} min |"
+        )
+    plain = results["no criterion"][0]
+    lines += [
+        "",
+        f"Reading: without the criterion, {plain['below_k']} of {plain['people_published']:,} "
+        f"people ({100 * plain['share_below_k']:.2f} %) end with fewer than k candidate records "
+        f"and {plain['disclosed']} with fewer than l possible occupations; with it, every "
+        "published release leaves nobody below k or l (the gate checks it on each night's "
+        "release), at the cost shown in the granularity and suppression columns. The margin "
+        "keeps one generalization night after night, which is what makes the criterion cheap.",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        upsert_section(BENCHMARKS_MD, SECTION_HEADING, text)
+
+
+if __name__ == "__main__":
+    main()
