@@ -158,10 +158,8 @@ def exposure(
             pd.unique(np.concatenate([r.membership.index.to_numpy() for r in releases])),
             dtype=object,
         )
-    classes_of = [
-        r.membership.groupby(level=0).agg(lambda ids: frozenset(int(i) for i in ids))
-        for r in releases
-    ]
+    classes_of = [_classes_by_person(r) for r in releases]
+    class_values = [_values_by_class(r) for r in releases]
     candidates = np.zeros(len(people), dtype=np.int64)
     confidence = np.zeros(len(people), dtype=np.float64)
     values_left: dict[str, np.ndarray] = {c: np.zeros(len(people), np.int64) for c in l_required}
@@ -170,17 +168,19 @@ def exposure(
         possible: list[set | None] | None = None
         last: tuple[PastRelease, frozenset] | None = None
         seen = 0
-        for release, classes in zip(releases, classes_of, strict=True):
+        for release, classes, values in zip(releases, classes_of, class_values, strict=True):
             mine = classes.get(person)
             if mine is None:
                 continue
             seen += 1
             last = (release, mine)
-            published = [set() for _ in release.columns]
-            for class_id in mine:
-                for record in release.records.get(class_id, {}):
-                    for j, value in enumerate(record):
-                        published[j].add(value)
+            if len(mine) == 1:
+                published = values[next(iter(mine))]
+            else:
+                published = [
+                    frozenset().union(*(values[c][j] for c in mine))
+                    for j in range(len(release.columns))
+                ]
             if possible is None:
                 possible = published
             else:
@@ -231,6 +231,28 @@ def exposure(
         measurements,
         pd.Series(confidence, index=people),
     )
+
+
+def _classes_by_person(release: PastRelease) -> dict:
+    """Person -> frozenset of their classes (most people have one row: no grouping needed)."""
+    membership = release.membership
+    people = membership.index.to_numpy()
+    ids = membership.to_numpy()
+    if membership.index.is_unique:
+        return {person: frozenset((int(c),)) for person, c in zip(people, ids, strict=True)}
+    out: dict = {}
+    for person, c in zip(people, ids, strict=True):
+        out.setdefault(person, set()).add(int(c))
+    return {person: frozenset(c) for person, c in out.items()}
+
+
+def _values_by_class(release: PastRelease) -> dict:
+    """Class id -> per protected column, the frozenset of its published values."""
+    width = len(release.columns)
+    return {
+        class_id: [frozenset(record[j] for record in records) for j in range(width)]
+        for class_id, records in release.records.items()
+    }
 
 
 def protect_across_releases(
