@@ -552,6 +552,20 @@ class DifferentialPrivacySpec(_Strict):
         return self
 
 
+class HistorySpec(_Strict):
+    """Check each release against every earlier release of the dataset (the release history).
+
+    ``key`` is the identifier column that names the same record or person from one night to
+    the next (never published; default: the policy's only identifier column). With ``check``
+    (the default) a release that, combined with the earlier ones, would leave someone with
+    fewer than k candidate records or fewer than l possible sensitive values first loses those
+    people within the suppression limit, and is blocked otherwise (see privgate.core.history).
+    """
+
+    check: bool = True
+    key: str | None = None
+
+
 class ReleasePolicy(_Strict):
     """A complete release policy: one table, one privacy model, one output location."""
 
@@ -567,6 +581,7 @@ class ReleasePolicy(_Strict):
     # its release ids) from before the section existed.
     utility: UtilitySpec | None = Field(default=None, exclude_if=lambda value: value is None)
     ranking: RankingSpec | None = Field(default=None, exclude_if=lambda value: value is None)
+    history: HistorySpec | None = Field(default=None, exclude_if=lambda value: value is None)
     differential_privacy: DifferentialPrivacySpec | None = Field(
         default=None, exclude_if=lambda value: value is None
     )
@@ -586,6 +601,7 @@ class ReleasePolicy(_Strict):
                 "'differential_privacy' (a differentially private release)"
             )
         self._check_ranking()
+        self._check_history()
         self._check_differential_privacy()
         target = self.utility.target if self.utility is not None else None
         if target is not None:
@@ -624,6 +640,34 @@ class ReleasePolicy(_Strict):
                 f"{key}: {target!r} is a {role.value}; it must be a released column whose "
                 "values are not generalized (role 'sensitive' or 'insensitive')"
             )
+
+    def _check_history(self) -> None:
+        if self.history is None:
+            return
+        if self.differential_privacy is not None:
+            raise ValueError(
+                "history: differentially private releases compose through the ε ledger; the "
+                "release history is for k-anonymous releases"
+            )
+        key = self.history.key
+        if key is None:
+            if len(self.identifiers) != 1:
+                raise ValueError(
+                    "history.key: name the identifier column that identifies a record or person "
+                    f"from one release to the next (identifiers: {self.identifiers or 'none'})"
+                )
+        elif key not in self.columns or self.columns[key].role is not Role.IDENTIFIER:
+            raise ValueError(
+                f"history.key: {key!r} is not an identifier column of the policy; the key is "
+                "never published, so it must be declared with role: identifier"
+            )
+
+    @property
+    def history_key(self) -> str | None:
+        """The column identifying people across releases, or None when no history is kept."""
+        if self.history is None or not self.history.check:
+            return None
+        return self.history.key or self.identifiers[0]
 
     def _check_ranking(self) -> None:
         if self.ranking is not None:

@@ -233,6 +233,34 @@ def cmd_budget(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    from privgate.core.history import ReleaseHistory, configured_history_url, history_exists
+
+    url = args.history or configured_history_url()
+    if not history_exists(url):
+        raise PrivgateError(
+            f"no release history at {url} yet: no release with a history key has been "
+            "published there (the history is PRIVGATE_HISTORY_URL, or a file in the privgate "
+            "data directory)"
+        )
+    with ReleaseHistory(url) as history:
+        if args.forget:
+            history.forget(args.dataset, args.forget, force=args.force)
+            print(f"history: release {args.forget} of {args.dataset!r} forgotten")
+            return 0
+        recorded = history.releases(args.dataset)
+    if args.json:
+        print(json.dumps([r.__dict__ for r in recorded], indent=2, default=str))
+        return 0
+    if not recorded:
+        print(f"history of {args.dataset!r}: no release recorded")
+        return 0
+    print(f"history of {args.dataset!r}: {len(recorded)} release(s), oldest first")
+    for release in recorded:
+        print("  " + release.describe())
+    return 0
+
+
 def cmd_purge(args: argparse.Namespace) -> int:
     from privgate.core.retention import purge_results, results_root
 
@@ -376,6 +404,22 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--reason", help="why the budget changes (recorded in the ledger)")
     budget.add_argument("--json", action="store_true", help="print the account as JSON")
     budget.set_defaults(func=cmd_budget)
+
+    history = sub.add_parser(
+        "history", help="list a dataset's recorded releases and their cross-release checks"
+    )
+    history.add_argument("dataset", help="dataset name, as in the policy's 'dataset'")
+    history.add_argument(
+        "--history", help="history URL (default: PRIVGATE_HISTORY_URL or the data directory)"
+    )
+    history.add_argument("--forget", metavar="RELEASE_ID", help="remove a release (needs --force)")
+    history.add_argument(
+        "--force",
+        action="store_true",
+        help="with --forget: really remove it (only for a release nobody can have downloaded)",
+    )
+    history.add_argument("--json", action="store_true", help="print the releases as JSON")
+    history.set_defaults(func=cmd_history)
 
     purge = sub.add_parser(
         "purge",

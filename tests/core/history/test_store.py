@@ -81,3 +81,22 @@ def test_the_default_history_is_an_owner_only_file_in_the_data_directory(_privat
     with ReleaseHistory() as history:
         _record(history, "r1", ["a", "b"], [0, 0])
     assert stat.S_IMODE((_private_data_dir / "release-history.sqlite").stat().st_mode) == 0o600
+
+
+def test_the_history_command_lists_and_refuses_to_forget_without_force(capsys):
+    from privgate.flows.cli import main
+
+    assert main(["history", "adult"]) == 2
+    assert "no release history at" in capsys.readouterr().err
+    with ReleaseHistory() as history:
+        _record(history, "2026-12-01-aaa", ["a", "b", "c"], [0, 0, 0])
+    assert main(["history", "adult"]) == 0
+    shown = capsys.readouterr().out
+    assert (
+        "1 release(s)" in shown and "2026-12-01-aaa" in shown and "3 people in 1 classes" in shown
+    )
+    assert main(["history", "adult", "--forget", "2026-12-01-aaa"]) == 2
+    assert "only with --force" in capsys.readouterr().err
+    assert main(["history", "adult", "--forget", "2026-12-01-aaa", "--force"]) == 0
+    assert main(["history", "adult"]) == 0
+    assert "no release recorded" in capsys.readouterr().out
