@@ -10,7 +10,10 @@
 
 Every expected failure (bad policy, bad input, impossible k, blocked gate) ends with one line
 on stderr naming the setting, column or row, and a non-zero exit: 2 for an error, 3 for a
-blocked gate. Prefect is imported only when a flow runs, so checks and errors are fast.
+blocked gate. Prefect is imported only when a flow runs, after pre-flight
+(:mod:`privgate.core.preflight`: the policy, the input's header, the hierarchies and their
+coverage), so such errors arrive in well under two seconds. A Prefect server that cannot be
+started or reached is an error too (one line saying what to do), not a traceback.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ for _name, _value in (
     ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
     ("DO_NOT_TRACK", "1"),
     ("GX_ANALYTICS_ENABLED", "false"),
+    # Prefect gives its temporary server 20 s to come up; on a busy 2-core machine that is not
+    # enough (../shared/STACK.md), and a first run must not fail because the machine is busy.
+    ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300"),
 ):
     os.environ.setdefault(_name, _value)
 
@@ -59,13 +65,19 @@ def _quiet_expected_tracebacks() -> None:
 
 
 def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -> int:
-    from privgate.flows.parameters import ReleaseParameters
+    from privgate.core.preflight import preflight
     from privgate.flows.policy_overrides import resolve_policy
+
+    # Validate the policy, the input and the hierarchies before starting Prefect: a typo or a
+    # missing file fails in well under two seconds, not after the server has started.
+    epsilon = getattr(args, "epsilon", None)
+    policy = resolve_policy(policy_path, args.k, args.suppression_limit, overrides, epsilon)
+    checked = preflight(policy)
+    print(f"{checked.summary()} ({sum(checked.seconds.values()):.2f}s)", flush=True)
+
+    from privgate.flows.parameters import ReleaseParameters
     from privgate.flows.release import release_flow
 
-    # Validate the policy and overrides before starting Prefect: a typo fails in milliseconds.
-    epsilon = getattr(args, "epsilon", None)
-    resolve_policy(policy_path, args.k, args.suppression_limit, overrides, epsilon)
     _quiet_expected_tracebacks()
     outcome = release_flow(
         ReleaseParameters(
@@ -151,13 +163,16 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from prefect import serve
 
-    from privgate.deployments.serve import build_deployments
+    from privgate.deployments.serve import build_deployments, refuse_to_replace
 
     overrides = {"output.directory": str(Path(args.output).resolve())} if args.output else None
     deployments = build_deployments(args.policies, args.cron, args.timezone, overrides)
+    refuse_to_replace(deployments)
     _quiet_expected_tracebacks()
     names = ", ".join(d.name for d in deployments)
     print(f"serving {names} ({args.cron}, {args.timezone}); Ctrl-C to stop")
+    for deployment in deployments:
+        print(f"  {deployment.name}: {deployment.parameters['parameters']['policy_path']}")
     serve(*deployments)
     return 0
 
@@ -437,6 +452,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _prefect_unavailable(exc: BaseException) -> str | None:
+    """The sentence for a Prefect server that could not be started or reached, else None.
+
+    Prefect raises these as a bare ``RuntimeError`` (or an httpx error) with a long traceback;
+    what the user needs is what happened and what to do about it.
+    """
+    text = str(exc)
+    api_url = os.environ.get("PREFECT_API_URL")
+    if "ephemeral Prefect API server" in text:
+        limit = os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "20")
+        return (
+            f"Prefect's temporary server did not start within {limit} s (is the machine very "
+            "busy?): try again, raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, or "
+            "start a server (`prefect server start`) and set PREFECT_API_URL to its /api"
+        )
+    names = {type(e).__name__ for e in _chain(exc)}
+    if "Failed to reach API" in text or names & {"ConnectError", "ConnectTimeout"}:
+        where = api_url or "the configured PREFECT_API_URL"
+        return (
+            f"the Prefect server at {where} does not answer: start it (`prefect server "
+            "start`), or unset PREFECT_API_URL to let privgate start a temporary one"
+        )
+    return None
+
+
+def _chain(exc: BaseException | None):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -445,6 +493,12 @@ def main(argv: list[str] | None = None) -> int:
         kind = "blocked" if exc.exit_code == 3 else "error"
         print(f"privgate: {kind}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:
+        message = _prefect_unavailable(exc)
+        if message is None:
+            raise
+        print(f"privgate: error: {message}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("privgate: interrupted", file=sys.stderr)
         return 130

@@ -31,7 +31,7 @@ def fresh_stages():
 def prefect_harness():
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    with prefect_test_harness(server_startup_timeout=300):
         yield
 
 

@@ -85,19 +85,100 @@ def test_verify_missing_file_is_a_blocked_decision(tmp_path, capsys):
     assert "release file not found" in capsys.readouterr().out
 
 
-@pytest.mark.slow
-def test_run_in_a_fresh_process_blocks_impossible_k(shared_data, tmp_path):
-    """A whole `privgate run` process, with Prefect's temporary server, exits non-zero."""
-    shared_data("arx/adult.csv")
-    result = _cli("run", "policies/adult.yaml", "--k", "40000", "--output", str(tmp_path), cwd=REPO)
+_PROBE = """
+import sys
+from privgate.flows.cli import main
+code = main(sys.argv[1:])
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"prefect", "great_expectations", "pandas"})
+print("imported:", ",".join(heavy), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _probe(*args: str) -> subprocess.CompletedProcess:
+    """`privgate ARGS` in a fresh process that reports which heavy packages it imported."""
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1")
+    return subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--k", "40000"],
+            "privgate: error: privacy.k = 40000 is larger than the table (30162 rows): "
+            "no release of it can be 40000-anonymous",
+        ),
+        (["--input", "/nonexistent/adult.csv"], "privgate: error: input file not found: "),
+        (
+            ["--input", "{uncovered}"],
+            "privgate: error: {uncovered}: column 'native-country': 1 value(s) not covered",
+        ),
+    ],
+    ids=["k-larger-than-the-table", "missing-input", "uncovered-value"],
+)
+def test_run_refuses_before_prefect_starts(shared_data, tmp_path, args, message):
+    """Pre-flight: one line, exit 2, nothing written, and neither Prefect nor Great
+    Expectations nor pandas imported (the error path's time is in benchmarks/BENCHMARKS.md)."""
+    source = shared_data("arx/adult.csv")
+    uncovered = tmp_path / "adult.csv"
+    uncovered.write_text(source.read_text().replace("United-States", "Atlantis", 1))
+    args = [a.format(uncovered=uncovered) for a in args]
+    out = tmp_path / "out"
+    result = _probe("run", "policies/adult.yaml", *args, "--output", str(out))
     assert result.returncode == 2, result.stderr[-2000:]
     ours = [line for line in result.stderr.splitlines() if line.startswith("privgate:")]
-    assert ours == [
-        "privgate: error: privacy.k = 40000 is larger than the table (30162 rows): "
-        "no release of it can be 40000-anonymous"
-    ]
+    assert len(ours) == 1 and ours[0].startswith(message.format(uncovered=uncovered)), ours
+    assert result.stderr.splitlines()[-1] == "imported: ", result.stderr[-500:]
     assert "Traceback" not in result.stderr + result.stdout
-    assert not any(tmp_path.iterdir())
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_temporary_server_that_does_not_start_is_one_line_and_exit_2(shared_data, tmp_path):
+    """What a run on an overloaded machine met before the start-up limit was raised: the
+    temporary server not answering in time. Forced here with a limit of 0 s."""
+    shared_data("arx/adult.csv")
+    env = dict(
+        os.environ,
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        DO_NOT_TRACK="1",
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="0",
+    )
+    env.pop("PREFECT_API_URL", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "privgate.flows.cli", "run", "policies/adult.yaml", "--output",
+         str(tmp_path / "out")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-3000:]
+    ours = [line for line in result.stderr.splitlines() if line.startswith("privgate:")]
+    assert len(ours) == 1, result.stderr[-3000:]
+    assert ours[0].startswith("privgate: error: Prefect's temporary server did not start within")
+    assert "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in ours[0]
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_an_unreachable_server_is_one_line_and_exit_2(prefect_harness, tmp_path, capfd):
+    """PREFECT_API_URL names a server that is down: say so and what to do, exit 2."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
+
+    dead = "http://127.0.0.1:9/api"
+    settings = {PREFECT_API_URL: dead, PREFECT_CLIENT_MAX_RETRIES: 0}
+    with temporary_settings(settings), pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREFECT_API_URL", dead)
+        code = main(["demo", "--workdir", str(tmp_path), "--rows", "300"])
+    assert code == 2
+    err = capfd.readouterr().err
+    ours = [line for line in err.splitlines() if line.startswith("privgate:")]
+    assert ours == [
+        f"privgate: error: the Prefect server at {dead} does not answer: start it (`prefect "
+        "server start`), or unset PREFECT_API_URL to let privgate start a temporary one"
+    ]
+    assert not (tmp_path / "releases").exists()
 
 
 def test_dp_dry_run_through_the_cli_draws_reserves_and_creates_nothing(

@@ -82,7 +82,7 @@ def server(tmp_path_factory):
             return False
 
     try:
-        _wait(healthy, 120, "the Prefect server")
+        _wait(healthy, 300, "the Prefect server")
         yield {"api": api, "env": env, "home": home, "port": port}
     finally:
         _stop(process)

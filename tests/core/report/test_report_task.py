@@ -22,7 +22,7 @@ from privgate.core.report import build_report  # noqa: E402
 def harness():
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    with prefect_test_harness(server_startup_timeout=300):
         yield
 
 
