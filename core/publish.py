@@ -1,18 +1,29 @@
 """Atomic publishing: stage, verify, then rename into place, or leave nothing behind.
 
 A release folder ``<root>/<dataset>/<release-id>/`` appears in one ``rename`` once its file and
-manifest are complete and fsynced, so a reader never sees a half-written release. A blocked
-gate or a crash before the rename leaves only a ``.staging-*`` folder, which :func:`discard`
-removes when it gives up (and which is never mistaken for a release). The input file is only
-ever read.
+manifest are complete and fsynced, so a reader never sees a half-written release. Until then
+everything lives in a ``.staging-*`` folder next to it, which is never mistaken for a release:
+
+- a blocked gate or a failed step (a full disk included) removes it (:func:`discard`), and a
+  failed write removes its partial file at once, so a full disk is freed again;
+- a process that dies without cleaning up (SIGKILL, a host crash, an out-of-memory kill) leaves
+  it behind; its name records the owner (host, process id and the process's start time), and
+  the next run that stages a release of the dataset sweeps every staging folder whose owner is
+  gone (:func:`sweep_stale`). A folder of a live run is never touched; one from another host is
+  swept only once it is older than :data:`FOREIGN_STALE_SECONDS`.
+
+The input file is only ever read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
+import socket
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import date
@@ -25,15 +36,29 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "FOREIGN_STALE_SECONDS",
     "StagedRelease",
     "discard",
     "make_release_id",
     "publish",
+    "rolled_back_name",
     "sha256_file",
     "stage_release",
+    "staging_owner",
+    "sweep_stale",
 ]
 
 _CHUNK = 1 << 20
+_log = logging.getLogger(__name__)
+
+#: Prefixes of the working folders next to the releases (never releases themselves).
+_STAGING = ".staging-"
+_ROLLED_BACK = ".rolled-back-"
+
+#: A staging folder made on another host (a shared release folder) is swept once it is older
+#: than this: its owner cannot be asked whether it is alive, and no run lives this long (every
+#: stage has a timeout far below it).
+FOREIGN_STALE_SECONDS = 48 * 3600
 
 
 def sha256_file(path: str | Path) -> str:
@@ -83,6 +108,85 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _host_tag(host: str | None = None) -> str:
+    return hashlib.sha256((host or socket.gethostname()).encode()).hexdigest()[:8]
+
+
+def _start_ticks(pid: int) -> str:
+    """The process's start time (clock ticks since boot), which tells a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            stat = fh.read()
+    except OSError:
+        return "0"  # no /proc (or the process is gone): the pid alone decides
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def staging_owner() -> str:
+    """``<host>.<pid>.<start>``: who owns the staging folders this process creates."""
+    pid = os.getpid()
+    return f"{_host_tag()}.{pid}.{_start_ticks(pid)}"
+
+
+def _owner_alive(owner: str) -> bool | None:
+    """True or False for an owner on this host; None when it cannot be told (another host,
+    or a name without an owner)."""
+    try:
+        host, pid_text, ticks = owner.split(".")
+        pid = int(pid_text)
+    except ValueError:
+        return None
+    if host != _host_tag():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's live process
+    return ticks == "0" or _start_ticks(pid) in (ticks, "0")
+
+
+def sweep_stale(dataset_dir: Path, now: float | None = None) -> list[Path]:
+    """Remove the staging folders that dead processes left in ``dataset_dir``.
+
+    A folder whose owner (on this host) is alive is kept; one from another host, or without
+    an owner in its name, is removed only when older than :data:`FOREIGN_STALE_SECONDS`.
+    Returns the folders removed.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(Path(dataset_dir).iterdir())
+    except OSError:
+        return removed
+    now = time.time() if now is None else now
+    for entry in entries:
+        if not entry.name.startswith((_STAGING, _ROLLED_BACK)) or not entry.is_dir():
+            continue
+        owner = entry.name.rsplit("-", 2)[-2] if entry.name.count("-") >= 2 else ""
+        alive = _owner_alive(owner)
+        if alive is None:
+            try:
+                alive = now - entry.stat().st_mtime < FOREIGN_STALE_SECONDS
+            except OSError:
+                continue
+        if alive:
+            continue
+        # Rename first, so that a concurrent sweep or a reader never sees it half deleted.
+        doomed = entry.with_name(f".swept-{entry.name.lstrip('.')}-{uuid.uuid4().hex[:8]}")
+        try:
+            entry.rename(doomed)
+        except OSError:
+            continue  # another run swept it first
+        shutil.rmtree(doomed, ignore_errors=True)
+        _log.warning("removed %s, left behind by a process that is gone", entry)
+        removed.append(entry)
+    for entry in entries:  # sweeps interrupted by their own crash
+        if entry.name.startswith(".swept-") and entry.exists():
+            shutil.rmtree(entry, ignore_errors=True)
+    return removed
+
+
 def stage_release(
     release: pd.DataFrame,
     root: Path,
@@ -96,11 +200,15 @@ def stage_release(
     ``file_mode`` is applied to every file of the folder (and matching read/execute bits to its
     folders) when it is published: the release, its manifest, report and Data Docs all get the
     one mode the operator chose (``output.file_mode``).
+
+    Staging folders that dead processes left behind are swept first. If the write fails (a
+    full disk), the partial folder is removed before the error is raised.
     """
     dataset_dir = Path(root) / dataset
+    staging = dataset_dir / f"{_STAGING}{release_id}-{staging_owner()}-{uuid.uuid4().hex[:8]}"
     try:
         dataset_dir.mkdir(parents=True, exist_ok=True)
-        staging = dataset_dir / f".staging-{release_id}-{uuid.uuid4().hex[:8]}"
+        sweep_stale(dataset_dir)
         staging.mkdir()
         release_file = staging / f"release.{fmt}"
         if fmt == "parquet":
@@ -110,6 +218,7 @@ def stage_release(
         with open(release_file, "rb") as fh:
             os.fsync(fh.fileno())
     except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
         raise PublishError(f"cannot write the release into {dataset_dir}: {exc}") from None
     return StagedRelease(staging, dataset_dir / release_id, release_file, file_mode)
 
@@ -134,6 +243,14 @@ def discard(staged: StagedRelease) -> None:
     shutil.rmtree(staged.staging_dir, ignore_errors=True)
 
 
+def rolled_back_name(release_dir: Path) -> Path:
+    """Where a published folder is moved to be deleted when its transaction rolls back (an
+    owned working folder, so a crash during the deletion is swept like a staging folder)."""
+    return release_dir.with_name(
+        f"{_ROLLED_BACK}{release_dir.name}-{staging_owner()}-{uuid.uuid4().hex[:8]}"
+    )
+
+
 def publish(staged: StagedRelease, manifest: dict) -> Path:
     """Write the manifest into the staging folder and rename it into place.
 
@@ -150,6 +267,8 @@ def publish(staged: StagedRelease, manifest: dict) -> Path:
         return staged.final_dir
     manifest_path = staged.staging_dir / "manifest.json"
     try:
+        if not staged.staging_dir.is_dir():
+            raise FileNotFoundError(f"staging folder {staged.staging_dir} is gone")
         with open(manifest_path, "w", encoding="utf-8") as fh:
             json.dump(manifest, fh, indent=2, sort_keys=False, default=str)
             fh.write("\n")
@@ -164,6 +283,7 @@ def publish(staged: StagedRelease, manifest: dict) -> Path:
             discard(staged)
             return staged.final_dir  # a concurrent run published the same release first
         # The staging folder is kept so that a retry can publish it; the caller discards it
-        # when it gives up.
+        # when it gives up. A partial manifest (a full disk) is not kept.
+        manifest_path.unlink(missing_ok=True)
         raise PublishError(f"cannot publish {staged.final_dir}: {exc}") from None
     return staged.final_dir

@@ -31,7 +31,12 @@ from prefect.states import Completed
 from prefect.transactions import transaction
 
 from privgate.core import stages
-from privgate.core.exceptions import GateBlockedError, PolicyError, UtilityBlockedError
+from privgate.core.exceptions import (
+    GateBlockedError,
+    PolicyError,
+    PublishError,
+    UtilityBlockedError,
+)
 from privgate.core.gate import GateDecision
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import RANKED_ALGORITHMS, Algorithm, ReleasePolicy
@@ -303,6 +308,10 @@ def _verify(
                 location=str(staged.final_dir / REPORT_FILE),
             )
             manifest["report"] = {"file": REPORT_FILE, "sha256": sha256_file(written)}
+    except OSError as exc:  # a full disk while the Data Docs or the report are written
+        discard(staged)
+        where = staged.staging_dir.parent
+        raise PublishError(f"cannot write the release into {where}: {exc}") from None
     except BaseException:
         discard(staged)
         raise

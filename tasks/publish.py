@@ -8,14 +8,13 @@ removed again. A release that was already published before (a duplicated run) is
 from __future__ import annotations
 
 import shutil
-import uuid
 from pathlib import Path
 
 from prefect import task
 from prefect.logging import get_run_logger
 from prefect.transactions import get_transaction
 
-from privgate.core.publish import StagedRelease, publish
+from privgate.core.publish import StagedRelease, publish, rolled_back_name
 
 #: Transaction key under which publish_task records the folder it created.
 PUBLISHED_KEY = "published_dir"
@@ -42,7 +41,7 @@ def _unpublish(transaction) -> None:
         return
     path = Path(published)
     if path.exists():
-        doomed = path.with_name(f".rolled-back-{path.name}-{uuid.uuid4().hex[:8]}")
+        doomed = rolled_back_name(path)
         path.rename(doomed)
         shutil.rmtree(doomed, ignore_errors=True)
     get_run_logger().warning("publish rolled back: %s removed", path)

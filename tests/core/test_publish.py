@@ -165,3 +165,58 @@ def test_sha256_file(tmp_path: Path) -> None:
     content = os.urandom(3 * (1 << 20) + 7)  # spans several read chunks
     path.write_bytes(content)
     assert sha256_file(path) == hashlib.sha256(content).hexdigest()
+
+
+# --- faults: a full disk, a dead process -------------------------------------------------------
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path: Path, monkeypatch) -> None:
+    """The disk fills up while the release is written: the error names the folder and the
+    partial staging folder is gone at once (the space is freed)."""
+
+    def full_disk(self, path, **kwargs):
+        Path(path).write_text("age,label\n30-39,a\n")  # a partial file
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full_disk)
+    with pytest.raises(PublishError, match="No space left on device"):
+        stage_release(release_table(), tmp_path, "toy", RELEASE_ID)
+    assert list((tmp_path / "toy").iterdir()) == []
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_the_next_run_sweeps_staging_of_dead_processes_only(tmp_path: Path) -> None:
+    from privgate.core.publish import staging_owner, sweep_stale
+
+    live = stage_release(release_table(), tmp_path, "toy", RELEASE_ID)  # this process: alive
+    host, _, ticks = staging_owner().split(".")
+    dead = tmp_path / "toy" / f".staging-{RELEASE_ID}-{host}.{_dead_pid()}.{ticks}-0badc0de"
+    dead.mkdir()
+    (dead / "release.csv").write_text("partial")
+    reused = tmp_path / "toy" / f".staging-{RELEASE_ID}-{host}.{os.getpid()}.1-0badc0df"
+    reused.mkdir()  # our pid, but another start time: a pid reused after its owner died
+    foreign = tmp_path / "toy" / f".staging-{RELEASE_ID}-0000beef.{os.getpid()}.1-12345678"
+    foreign.mkdir()  # another host's: its age decides
+    assert sorted(sweep_stale(tmp_path / "toy")) == sorted([dead, reused])
+    assert live.staging_dir.is_dir() and foreign.is_dir()
+    from privgate.core.publish import FOREIGN_STALE_SECONDS
+
+    later = foreign.stat().st_mtime + FOREIGN_STALE_SECONDS + 1
+    assert sweep_stale(tmp_path / "toy", now=later) == [foreign]
+    assert live.staging_dir.is_dir()
+    # Staging the next release sweeps what is left of dead runs, and publishes once.
+    dead.mkdir()
+    again = stage_release(release_table(), tmp_path, "toy", RELEASE_ID)
+    assert not dead.exists()
+    publish(again, {"release_id": RELEASE_ID})
+    discard(live)
+    assert leftovers(tmp_path) == []
+    assert [p.name for p in (tmp_path / "toy").iterdir()] == [RELEASE_ID]

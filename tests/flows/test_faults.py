@@ -1,0 +1,211 @@
+"""No partial file survives a fault: a full disk, a process killed at every stage boundary.
+
+After each fault the release folder holds no partial release, and the next run leaves no
+``.staging-*`` behind and publishes exactly once. The killed runs are real processes (forked
+from a server that has the flow imported, so each costs a fork, not an import) running against
+the session's Prefect server, and they die by SIGKILL: nothing of theirs gets to clean up.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from privgate.core.demo_data import write_census_csv
+from privgate.core.exceptions import PublishError
+from privgate.flows.parameters import ReleaseParameters
+from privgate.flows.release import release_flow
+
+DEMO_POLICY = Path(__file__).resolve().parents[2] / "policies" / "demo.yaml"
+PROCESSES = multiprocessing.get_context("forkserver")
+PROCESSES.set_forkserver_preload(["privgate.flows.release", "great_expectations"])
+
+
+@pytest.fixture(scope="module")
+def demo_csv(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("demo-data") / "census.csv"
+    write_census_csv(path, n_rows=3000)
+    return path
+
+
+def _parameters(data: Path, output: Path, day: int) -> ReleaseParameters:
+    return ReleaseParameters(
+        policy_path=str(DEMO_POLICY),
+        release_date=date(2026, 1, day),
+        overrides={"input.path": str(data), "output.directory": str(output)},
+    )
+
+
+def _dataset_dir(output: Path) -> Path:
+    return output / "census-demo"
+
+
+def _releases(output: Path) -> list[Path]:
+    found = _dataset_dir(output).glob("*/manifest.json")
+    return sorted(p.parent for p in found if not p.parent.name.startswith("."))
+
+
+def _working_folders(output: Path) -> list[str]:
+    folder = _dataset_dir(output)
+    if not folder.exists():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+# --- SIGKILL at every stage boundary ---------------------------------------------------------
+
+
+class _KillAfterTask(logging.Handler):
+    """SIGKILL this process as soon as the task named ``task`` has reported its final state:
+    the boundary between that stage and the next."""
+
+    def __init__(self, task: str) -> None:
+        super().__init__()
+        self.task = task
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "task_name", None) == self.task and str(record.msg).startswith(
+            "Finished in state"
+        ):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _killed_run(boundary: str, api_url: str, parameters: dict) -> None:
+    """Run the release flow in this (forked) process and die by SIGKILL at ``boundary``."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_TASKS_REFRESH_CACHE, temporary_settings
+
+    if boundary.startswith("publish"):
+        rename = os.rename
+
+        def dying_rename(source, target, *args, **kwargs):
+            staging = Path(source).name.startswith(".staging-")
+            if staging and boundary == "publish:before-rename":
+                os.kill(os.getpid(), signal.SIGKILL)
+            rename(source, target, *args, **kwargs)
+            if staging and boundary == "publish:after-rename":
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        os.rename = dying_rename
+    else:
+        logging.getLogger("prefect").addHandler(_KillAfterTask(boundary))
+    settings = {PREFECT_API_URL: api_url, PREFECT_TASKS_REFRESH_CACHE: True}
+    with temporary_settings(settings):
+        release_flow(ReleaseParameters(**parameters))
+    os._exit(0)  # reached only if the boundary was never crossed: the parent sees exit 0
+
+
+#: The stage boundaries of a release (task names), and the two sides of the atomic rename.
+BOUNDARIES = [
+    "ingest",
+    "anonymize",
+    "verify-and-gate",
+    "report",
+    "publish:before-rename",
+    "publish:after-rename",
+]
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+def test_a_run_killed_at_a_stage_boundary_leaves_no_partial_release(demo_csv, tmp_path, boundary):
+    from prefect.settings import PREFECT_API_URL
+
+    day = BOUNDARIES.index(boundary) + 1
+    output = tmp_path / "releases"
+    parameters = _parameters(demo_csv, output, day)
+    child = PROCESSES.Process(
+        target=_killed_run,
+        args=(boundary, PREFECT_API_URL.value(), parameters.model_dump()),
+    )
+    child.start()
+    child.join(timeout=600)
+    assert child.exitcode == -signal.SIGKILL, f"the run was not killed at {boundary}"
+    # What the crash left: at most a complete release, never a partial one.
+    published = _releases(output)
+    assert published == ([] if boundary != "publish:after-rename" else published)
+    for release in published:
+        assert {p.name for p in release.iterdir()} >= {"release.csv", "manifest.json"}
+    if boundary in ("verify-and-gate", "report", "publish:before-rename"):
+        assert any(n.startswith(".staging-") for n in _working_folders(output)), boundary
+
+    # The next run sweeps what the dead process left, and publishes exactly once.
+    outcome = release_flow(parameters)
+    assert outcome["published"]
+    (release,) = _releases(output)
+    assert Path(outcome["path"]) == release
+    assert _working_folders(output) == []
+    assert [p.name for p in _dataset_dir(output).iterdir()] == [release.name]
+
+
+# --- a full disk ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A tmpfs of a given size (root in CI; elsewhere skipped unless CI=true)."""
+    mounts: list[Path] = []
+
+    def mount(size_kib: int) -> Path:
+        folder = tmp_path / f"disk-{len(mounts)}"
+        folder.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs", str(folder)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode:
+            message = f"cannot mount a tmpfs for the full-disk test: {done.stderr.strip()}"
+            if os.environ.get("CI") == "true":
+                pytest.fail(message)
+            pytest.skip(message)
+        mounts.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounts:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def _used_kib(folder: Path) -> int:
+    stats = os.statvfs(folder)
+    return (stats.f_blocks - stats.f_bfree) * stats.f_frsize // 1024
+
+
+def _release_sizes(demo_csv: Path, tmp_path: Path) -> dict[str, int]:
+    """Bytes of each file of the release as published on an ordinary disk."""
+    output = tmp_path / "measure"
+    outcome = release_flow(_parameters(demo_csv, output, 20))
+    release = Path(outcome["path"])
+    sizes = {}
+    for path in release.rglob("*"):
+        if path.is_file():
+            top = path.relative_to(release).parts[0]
+            sizes[top] = sizes.get(top, 0) + path.stat().st_size
+    shutil.rmtree(output)
+    return sizes
+
+
+def test_a_full_disk_leaves_no_partial_file_and_frees_the_space(demo_csv, tmp_path, small_disk):
+    """The disk fills up while the release is written (too small for release.csv), then while
+    the files after it are written (release.csv fits, the rest does not): each run fails naming
+    the disk, leaves nothing in the release folder and frees what it wrote. On a disk with room
+    the next run publishes once."""
+    sizes = _release_sizes(demo_csv, tmp_path)
+    release_kib = sizes["release.csv"] // 1024
+    for size_kib in (max(release_kib // 2, 8), release_kib + 16):
+        disk = small_disk(size_kib)
+        parameters = _parameters(demo_csv, disk, 21)
+        with pytest.raises(PublishError, match="No space left on device"):
+            release_flow(parameters)
+        assert _releases(disk) == [] and _working_folders(disk) == [], size_kib
+        assert _used_kib(disk) <= 8, f"{_used_kib(disk)} KiB left behind on a {size_kib} KiB disk"
+    subprocess.run(["mount", "-o", f"remount,size={4 * sum(sizes.values()) // 1024}k", str(disk)])
+    outcome = release_flow(parameters)
+    assert outcome["published"] and len(_releases(disk)) == 1
+    assert _working_folders(disk) == []
