@@ -131,14 +131,23 @@ def main() -> None:
             f"{took / 60:.1f} min |"
         )
     plain = results["no criterion"][0]
+    strict = results["criterion"][0]
+    margin = results["criterion + margin (search k = 10)"][0]
     lines += [
         "",
-        f"Reading: without the criterion, {plain['below_k']} of {plain['people_published']:,} "
-        f"people ({100 * plain['share_below_k']:.2f} %) end with fewer than k candidate records "
-        f"and {plain['disclosed']} with fewer than l possible occupations; with it, every "
-        "published release leaves nobody below k or l (the gate checks it on each night's "
-        "release), at the cost shown in the granularity and suppression columns. The margin "
-        "keeps one generalization night after night, which is what makes the criterion cheap.",
+        f"Reading: without the criterion the attack succeeds: {plain['below_k']} of "
+        f"{plain['people_published']:,} people ({100 * plain['share_below_k']:.2f} %) end with "
+        f"fewer than k candidate records and {plain['disclosed']} with fewer than l possible "
+        "occupations, although every single release was 5-anonymous and 2-diverse. With the "
+        "criterion nobody is below k or l in any published combination (the gate checks each "
+        f"night), but removing the exposed people alone exhausts the suppression limit: only "
+        f"{strict['nights_published']} of {args.nights} nights could be published. Searching "
+        f"with a margin (classes of 2k) publishes {margin['nights_published']} of {args.nights} "
+        f"nights with nobody exposed, at a granularity of {margin['mean_granularity']:.3f} "
+        f"instead of {plain['mean_granularity']:.3f}: that is the price of the protection. The "
+        "frequency-based *confident* column is not what distinct l-diversity bounds; it is as "
+        "high with the criterion as without (a single distinct-2-diverse release already allows "
+        "it).",
         "",
     ]
     text = "\n".join(lines)
