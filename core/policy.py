@@ -564,6 +564,10 @@ class HistorySpec(_Strict):
 
     check: bool = True
     key: str | None = None
+    #: The search asks for classes of ``ceil(k * (1 + margin))`` records so that people who
+    #: leave later do not take a class below k (benchmarks/BENCHMARKS.md, issue 20: without a
+    #: margin, removing the exposed people exhausts the suppression limit within weeks).
+    margin: float = Field(default=1.0, ge=0, le=10)
 
 
 class ReleasePolicy(_Strict):
