@@ -4,6 +4,7 @@
     privgate run POLICY [--k K ...]     one release of the table a policy describes
     privgate anonymize POLICY --output F  the engine alone (no Prefect): read, search, write, verify
     privgate serve POLICY...            serve nightly deployments (cron 0 2 * * *) from this process
+    privgate crash-detection            mark runs whose process died Crashed (server automation)
     privgate verify FILE --qi a,b --k 5 check an existing file, as the gate would
     privgate validate POLICY            ingest + schema + expectation suite only (no Prefect)
     privgate budget DATASET             a dataset's lifetime privacy budget: spent, left, releases
@@ -39,6 +40,7 @@ for _name, _value in (
     os.environ.setdefault(_name, _value)
 
 from privgate.core.exceptions import PrivgateError  # noqa: E402  (after the environment is set)
+from privgate.deployments.crash_detection import CRASH_AFTER_SECONDS  # noqa: E402  (no Prefect)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_POLICY = PROJECT_ROOT / "policies" / "demo.yaml"
@@ -163,17 +165,35 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from prefect import serve
 
+    from privgate.deployments.crash_detection import ensure_crash_automation
     from privgate.deployments.serve import build_deployments, refuse_to_replace
 
     overrides = {"output.directory": str(Path(args.output).resolve())} if args.output else None
     deployments = build_deployments(args.policies, args.cron, args.timezone, overrides)
     refuse_to_replace(deployments)
+    ensure_crash_automation(args.crash_after)
     _quiet_expected_tracebacks()
     names = ", ".join(d.name for d in deployments)
     print(f"serving {names} ({args.cron}, {args.timezone}); Ctrl-C to stop")
     for deployment in deployments:
         print(f"  {deployment.name}: {deployment.parameters['parameters']['policy_path']}")
+    print(
+        f"a run whose process dies is marked Crashed {args.crash_after:g} s after its last "
+        "heartbeat; retry it from the UI"
+    )
     serve(*deployments)
+    return 0
+
+
+def cmd_crash_detection(args: argparse.Namespace) -> int:
+    from privgate.deployments.crash_detection import ensure_crash_automation
+
+    automation = ensure_crash_automation(args.after)
+    print(
+        f"automation {automation}: release runs tagged 'privgate' without a heartbeat for "
+        f"{args.after:g} s are marked Crashed (workers must run flows with "
+        "PREFECT_FLOWS_HEARTBEAT_FREQUENCY=30, as deployments/prefect.yaml sets)"
+    )
     return 0
 
 
@@ -380,7 +400,29 @@ def build_parser() -> argparse.ArgumentParser:
     served.add_argument("--cron", default="0 2 * * *", help="schedule (default: 0 2 * * *)")
     served.add_argument("--timezone", default="UTC", help="timezone of the schedule")
     served.add_argument("--output", help="override output.directory of every policy")
+    served.add_argument(
+        "--crash-after",
+        type=_positive_float,
+        default=CRASH_AFTER_SECONDS,
+        metavar="SECONDS",
+        help="mark a run Crashed after this long without a heartbeat (its process died), so "
+        f"that it can be retried (default: {CRASH_AFTER_SECONDS})",
+    )
     served.set_defaults(func=cmd_serve)
+
+    crashes = sub.add_parser(
+        "crash-detection",
+        help="create (or update) the server automation that marks release runs whose "
+        "process died as Crashed (for work-pool deployments; `serve` does it itself)",
+    )
+    crashes.add_argument(
+        "--after",
+        type=_positive_float,
+        default=CRASH_AFTER_SECONDS,
+        metavar="SECONDS",
+        help=f"seconds without a heartbeat (default: {CRASH_AFTER_SECONDS})",
+    )
+    crashes.set_defaults(func=cmd_crash_detection)
 
     verify = sub.add_parser("verify", help="check a release file's k / l / t")
     verify.add_argument("file", help="release file (CSV or Parquet)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import yaml
 
 from privgate.deployments.serve import build_deployments
@@ -39,3 +40,26 @@ def _pool_policies():
     for item in declared["deployments"]:
         path = item["parameters"]["parameters"]["policy_path"]
         yield path.replace("{{ $PRIVGATE_HOME }}", os.fspath(REPO))
+
+
+def test_work_pool_runs_send_the_heartbeats_the_crash_automation_watches():
+    from privgate.deployments.crash_detection import HEARTBEAT_SECONDS, RUN_TAG
+
+    declared = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
+    for item in declared["deployments"]:
+        env = item["work_pool"]["job_variables"]["env"]
+        assert env["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == str(HEARTBEAT_SECONDS), item["name"]
+        assert RUN_TAG in item["tags"], item["name"]
+    (served,) = build_deployments([str(REPO / "policies" / "demo.yaml")])
+    assert RUN_TAG in served.tags
+
+
+def test_a_crash_window_a_late_heartbeat_could_exceed_is_refused():
+    from privgate.core.exceptions import PrivgateError
+    from privgate.deployments.crash_detection import build_automation, check_crash_after
+
+    with pytest.raises(PrivgateError, match="--crash-after 35: must be at least"):
+        check_crash_after(35, 30)
+    automation = build_automation(120)
+    assert automation.trigger.within.total_seconds() == 120
+    assert automation.actions[0].state.value == "CRASHED"

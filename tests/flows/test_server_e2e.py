@@ -8,6 +8,7 @@ actually run in production, so it runs in CI.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -89,30 +90,57 @@ def server(tmp_path_factory):
         log.close()
 
 
+#: The crash window of the served deployments in these tests (the default is 120 s): a killed
+#: run is marked Crashed at most heartbeat (30 s) + this + 5 s after it died.
+CRASH_AFTER = 40
+
+
+class _Serving:
+    """`privgate serve policies/adult.yaml` running against the server; it can be killed
+    (with the flow-run processes it started: they share its process group) and started again."""
+
+    def __init__(self, server: dict, output: Path) -> None:
+        self.server, self.output = server, output
+        self.log = server["home"] / "serve.log"
+        self.process: subprocess.Popen | None = None
+        self.deployment: dict = {}
+
+    def start(self) -> None:
+        with open(self.log, "a") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "privgate.flows.cli", "serve", "policies/adult.yaml",
+                 "--output", str(self.output), "--crash-after", str(CRASH_AFTER)],
+                cwd=REPO, env=self.server["env"], stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        api = self.server["api"]
+
+        def deployment():
+            r = httpx.get(f"{api}/deployments/name/{DEPLOYMENT}", timeout=5)
+            return r.json() if r.status_code == 200 else None
+
+        # On the first start the deployment appears once serving began (after the crash
+        # automation was set up); a restart finds it at once and picks up runs when ready.
+        self.deployment = _wait(deployment, 120, "the served deployment")
+
+    def kill(self) -> None:
+        """SIGKILL the serving process and every flow-run process it started: a host crash."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
+
+
 @pytest.fixture(scope="module")
 def served(server, tmp_path_factory):
-    """`privgate serve policies/adult.yaml` running against the server."""
-    out = tmp_path_factory.mktemp("releases")
-    log_path = server["home"] / "serve.log"
-    log = open(log_path, "w")  # noqa: SIM115 - closed in teardown
-    process = subprocess.Popen(
-        [sys.executable, "-m", "privgate.flows.cli", "serve", "policies/adult.yaml",
-         "--output", str(out)],
-        cwd=REPO, env=server["env"], stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )  # fmt: skip
-    api = server["api"]
-
-    def deployment():
-        r = httpx.get(f"{api}/deployments/name/{DEPLOYMENT}", timeout=5)
-        return r.json() if r.status_code == 200 else None
-
+    serving = _Serving(server, tmp_path_factory.mktemp("releases"))
     try:
-        found = _wait(deployment, 120, "the served deployment")
-        yield {"deployment": found, "output": out, "log": log_path}
+        serving.start()
+        yield serving
     finally:
-        _stop(process)
-        log.close()
+        serving.stop()
 
 
 def _run_state(api: str, run_id: str) -> dict:
@@ -133,7 +161,7 @@ def _task_runs(api: str, run_id: str) -> list[dict]:
 
 
 def test_schedule_read_back_from_the_api_is_nightly(served):
-    schedules = served["deployment"]["schedules"]
+    schedules = served.deployment["schedules"]
     assert [s["schedule"]["cron"] for s in schedules] == ["0 2 * * *"]
     assert schedules[0]["schedule"]["timezone"] == "UTC"
     assert schedules[0]["active"] is True
@@ -141,17 +169,17 @@ def test_schedule_read_back_from_the_api_is_nightly(served):
 
 def test_quick_run_completes_and_publishes(server, served):
     api = server["api"]
-    deployment_id = served["deployment"]["id"]
+    deployment_id = served.deployment["id"]
     # What the UI's "Quick run" button sends: a run of the deployment with its defaults.
     created = httpx.post(f"{api}/deployments/{deployment_id}/create_flow_run", json={}, timeout=10)
     assert created.status_code == 201, created.text
     run = _wait_terminal(api, created.json()["id"])
     assert run["state"]["type"] == "COMPLETED", (
         run["state"],
-        served["log"].read_text()[-3000:],
+        served.log.read_text()[-3000:],
     )
     assert "gate PASSED" in run["state"]["message"]
-    releases = [p for p in (served["output"] / "adult").iterdir() if p.is_dir()]
+    releases = [p for p in (served.output / "adult").iterdir() if p.is_dir()]
     assert len(releases) == 1
     assert (releases[0] / "release.csv").is_file() and (releases[0] / "manifest.json").is_file()
 
@@ -176,7 +204,7 @@ def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_sta
     retry` reruns the same flow run, and the stages before the gate are not executed again
     (the utility measurement is keyed without its thresholds, so it is reused too)."""
     api = server["api"]
-    deployment_id = served["deployment"]["id"]
+    deployment_id = served.deployment["id"]
     output = tmp_path / "out"
     policy = tmp_path / "adult-utility.yaml"
     _write_policy(policy, max_loss=0.01)
@@ -223,13 +251,16 @@ def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_sta
     shutil.rmtree(output)
 
 
-def _write_dp_policy(path: Path, output: Path, max_relative_noise: float) -> None:
+def _write_dp_policy(
+    path: Path, output: Path, max_relative_noise: float, dataset: str = "adult-dp"
+) -> None:
     """Adult's DP policy with absolute paths, a utility threshold, 4 rounds."""
     import yaml
 
     from privgate.core.policy import load_policy
 
     data = load_policy(REPO / "policies" / "adult-dp.yaml").model_dump(mode="json")
+    data["dataset"] = dataset
     data["differential_privacy"]["rounds"] = 4
     data["utility"] = {"thresholds": {"max_relative_noise": max_relative_noise}}
     data["output"]["directory"] = str(output)
@@ -249,7 +280,7 @@ def test_dp_run_failing_the_utility_check_is_retried_without_a_second_spend(
     policy = tmp_path / "adult-dp.yaml"
     _write_dp_policy(policy, output, max_relative_noise=1e-9)
     created = httpx.post(
-        f"{api}/deployments/{served['deployment']['id']}/create_flow_run",
+        f"{api}/deployments/{served.deployment['id']}/create_flow_run",
         json={"parameters": {"parameters": {"policy_path": str(policy)}}},
         timeout=10,
     )
@@ -339,7 +370,7 @@ def test_custom_run_from_the_ui_form_completes(server, served):
             page.wait_for_url(lambda url: "/run?" not in url, timeout=90_000)
 
             def submitted():
-                body = {"deployments": {"id": {"any_": [served["deployment"]["id"]]}}}
+                body = {"deployments": {"id": {"any_": [served.deployment["id"]]}}}
                 runs = httpx.post(f"{api}/flow_runs/filter", json=body, timeout=10).json()
                 return next((r for r in runs if r["parameters"]["parameters"].get("k") == 8), None)
 
@@ -352,3 +383,138 @@ def test_custom_run_from_the_ui_form_completes(server, served):
     assert run["state"]["type"] == "COMPLETED", run["state"]
     assert run["parameters"]["parameters"]["k"] == 8
     assert "gate PASSED" in run["state"]["message"]
+
+
+# --- a host crash: the serving process and the flow-run processes die by SIGKILL -------------
+
+_STAGING_OWNER = re.compile(r"\.(\d+)\.\d+-[0-9a-f]{8}$")
+
+
+def _freeze_when_staged(dataset_dirs: list[Path], timeout: float = 240) -> list[int]:
+    """Wait until each run stages its release in its dataset folder (the gate's stage: the
+    search, and for DP the noise draws, are done; verify, report and publish are not) and
+    SIGSTOP the process owning the staging folder at once, so that it stays mid-run until it
+    is killed. Returns the frozen processes' ids."""
+    frozen: dict[Path, int] = {}
+
+    def all_staged():
+        for folder in dataset_dirs:
+            if folder in frozen or not folder.is_dir():
+                continue
+            for staging in folder.glob(".staging-*"):
+                if match := _STAGING_OWNER.search(staging.name):
+                    os.kill(int(match.group(1)), signal.SIGSTOP)
+                    frozen[folder] = int(match.group(1))
+        return len(frozen) == len(dataset_dirs)
+
+    _wait(all_staged, timeout, f"staging folders in {dataset_dirs}", interval=0.02)
+    return list(frozen.values())
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process exists and is not a zombie waiting to be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _retry_from_the_ui(port: int, run_id: str) -> None:
+    """Click Retry on the Crashed run's page, as an operator would (screenshots kept)."""
+    sync_playwright = _browser_or_skip()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
+            page.get_by_text("Crashed").first.wait_for(timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / "ui-crashed-run.png"), full_page=True)
+            page.get_by_role("button", name="Retry", exact=True).click()
+            page.get_by_role("dialog").get_by_role("button", name="Retry", exact=True).click()
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(ARTIFACTS / "ui-crashed-run-retried.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_runs_killed_with_their_worker_become_crashed_and_a_retry_publishes_once(
+    server, served, tmp_path
+):
+    """A host crash mid-run: a k-anonymous and a DP release are running in the served process;
+    each is frozen once it has staged its release, then the serving process and both flow-run
+    processes are SIGKILLed. Nothing reports their end, yet the crash automation marks both
+    Crashed within heartbeat + window + 5 s. Retried (the k-anonymous one from the UI), each
+    publishes exactly one release, sweeping the dead run's staging folder; the search is not
+    run again and the DP release's ε is charged once, its noise replayed from the journal."""
+    from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
+
+    api = server["api"]
+    output = tmp_path / "out"
+    dp_policy = tmp_path / "adult-dp-crash.yaml"
+    _write_dp_policy(dp_policy, output, max_relative_noise=0.5, dataset="adult-dp-crash")
+    runs = {}
+    for name, parameters in (
+        ("k", {"policy_path": str(REPO / "policies" / "adult.yaml"), "k": 9,
+               "overrides": {"output.directory": str(output)}}),
+        ("dp", {"policy_path": str(dp_policy)}),
+    ):  # fmt: skip
+        created = httpx.post(
+            f"{api}/deployments/{served.deployment['id']}/create_flow_run",
+            json={"parameters": {"parameters": parameters}},
+            timeout=10,
+        )
+        assert created.status_code == 201, created.text
+        runs[name] = created.json()["id"]
+    frozen = _freeze_when_staged([output / "adult", output / "adult-dp-crash"])
+    served.kill()
+    killed_at = time.monotonic()
+    _wait(lambda: not any(_alive(pid) for pid in frozen), 30, "the flow-run processes to die")
+    for run_id in runs.values():
+        assert _run_state(api, run_id)["state"]["type"] == "RUNNING"
+    ledger = BudgetLedger(default_ledger_url(server["home"] / "privgate-data"))
+    (dp_release,) = ledger.account("adult-dp-crash").releases()
+    drawn = [(d.seq, d.attempt, d.value) for d in ledger.draws("adult-dp-crash", dp_release)]
+    assert drawn and ledger.account("adult-dp-crash").spent_epsilon == pytest.approx(0.5)
+    served.start()  # the operator brings the host back
+
+    limit = 30 + CRASH_AFTER + 5
+    for run_id in runs.values():
+        crashed = _wait(
+            lambda run_id=run_id: _run_state(api, run_id)["state"]["type"] == "CRASHED",
+            limit + 60,
+            f"flow run {run_id} to be marked Crashed",
+            interval=1.0,
+        )
+        assert crashed
+    took = time.monotonic() - killed_at
+    assert took <= limit + 15, f"Crashed only {took:.0f}s after the kill (stated: {limit}s)"
+    message = _run_state(api, runs["k"])["state"]["message"]
+    assert "no heartbeat" in message, message
+
+    _retry_from_the_ui(server["port"], runs["k"])
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    subprocess.run(
+        [prefect, "flow-run", "retry", runs["dp"]], env=server["env"], check=True,
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    for name, run_id in runs.items():
+        run = _wait_terminal(api, run_id)
+        assert run["state"]["type"] == "COMPLETED", (name, run["state"])
+        assert run["run_count"] >= 2, name
+    for dataset in ("adult", "adult-dp-crash"):
+        folder = output / dataset
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == [], dataset
+        assert len([m for m in folder.glob("*/manifest.json")]) == 1, dataset
+    anonymize = [
+        t["state"]["name"] for t in _task_runs(api, runs["k"]) if t["name"].startswith("anonymize")
+    ]
+    assert anonymize[-1] == "Cached" and anonymize.count("Completed") <= 1, anonymize
+    account = ledger.account("adult-dp-crash")
+    assert account.spent_epsilon == pytest.approx(0.5)  # charged once
+    assert [
+        (d.seq, d.attempt, d.value) for d in ledger.draws("adult-dp-crash", dp_release)
+    ] == drawn
+    assert list(account.published) == [dp_release]
+    shutil.rmtree(output)
