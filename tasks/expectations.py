@@ -91,7 +91,7 @@ def _log(summary: Mapping[str, Any]) -> None:
 
 # Not cached: both suites take well under a second, the release suite writes into the staging
 # folder of its own run, and hashing a whole table for a cache key would cost more than that.
-@task(name="input-expectations", cache_policy=NO_CACHE)
+@task(name="input-expectations", cache_policy=NO_CACHE, timeout_seconds=900)
 def input_expectations_task(
     frame: pd.DataFrame,
     policy: ReleasePolicy,
@@ -110,7 +110,7 @@ def input_expectations_task(
     return summary
 
 
-@task(name="release-expectations", cache_policy=NO_CACHE)
+@task(name="release-expectations", cache_policy=NO_CACHE, timeout_seconds=900)
 def release_expectations_task(
     release_file: Path,
     policy: ReleasePolicy,

@@ -17,7 +17,7 @@ from privgate.core.report import (
 )
 
 
-@task(name="report")
+@task(name="report", timeout_seconds=900)
 def report_task(
     report: ReleaseReport, path: Path | None, location: str | None = None
 ) -> Path | None:

@@ -54,7 +54,7 @@ def utility_task(
     return utility
 
 
-@task(name="utility-gate")
+@task(name="utility-gate", timeout_seconds=120)
 def utility_gate_task(utility: UtilityReport, policy: ReleasePolicy) -> UtilityDecision:
     """The policy's utility thresholds on the measured utility; the decision is data."""
     decision = check_utility(utility, policy.utility.thresholds if policy.utility else None)

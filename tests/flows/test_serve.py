@@ -63,3 +63,23 @@ def test_a_crash_window_a_late_heartbeat_could_exceed_is_refused():
     automation = build_automation(120)
     assert automation.trigger.within.total_seconds() == 120
     assert automation.actions[0].state.value == "CRASHED"
+
+
+def test_every_task_has_a_timeout():
+    """A stage that hangs (a stuck file system, a runaway search) must end, not hold the
+    nightly run forever: every Prefect task of privgate declares a timeout."""
+    import importlib
+    import pkgutil
+
+    from prefect import Task
+
+    import privgate.tasks
+
+    found = {}
+    for module in pkgutil.iter_modules(privgate.tasks.__path__):
+        loaded = importlib.import_module(f"privgate.tasks.{module.name}")
+        for value in vars(loaded).values():
+            if isinstance(value, Task) and value.__module__ == loaded.__name__:
+                found[value.name] = value.timeout_seconds
+    assert len(found) >= 20, sorted(found)
+    assert {name for name, seconds in found.items() if not seconds} == set(), found
