@@ -8,12 +8,14 @@ the session's Prefect server, and they die by SIGKILL: nothing of theirs gets to
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
 import shutil
 import signal
 import subprocess
+import time
 from datetime import date
 from pathlib import Path
 
@@ -142,6 +144,115 @@ def test_a_run_killed_at_a_stage_boundary_leaves_no_partial_release(demo_csv, tm
     assert Path(outcome["path"]) == release
     assert _working_folders(output) == []
     assert [p.name for p in _dataset_dir(output).iterdir()] == [release.name]
+
+
+# --- the Prefect server stops mid-run ----------------------------------------------------------
+
+
+class _Proxy:
+    """A TCP relay in front of the session's Prefect server: the run talks to the server
+    through it, and :meth:`stop` makes the server vanish for the run (no new connection is
+    accepted, open ones are cut) while the test keeps using the server directly."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        import socket
+        import threading
+
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connections: list = []
+        self.stopped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while not self.stopped.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self.connections += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source, sink) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.close()
+
+    def stop(self) -> None:
+        import socket
+
+        self.stopped.set()
+        self.listener.close()
+        for connection in self.connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+                connection.close()
+
+
+def _run_until_the_server_stops(api_url: str, parameters: dict) -> None:
+    """Run the release flow against ``api_url``; exit 3 if it raised, 0 if it returned."""
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_CLIENT_MAX_RETRIES,
+        PREFECT_TASKS_REFRESH_CACHE,
+        temporary_settings,
+    )
+
+    settings = {
+        PREFECT_API_URL: api_url,
+        PREFECT_TASKS_REFRESH_CACHE: True,
+        PREFECT_CLIENT_MAX_RETRIES: 0,
+    }
+    try:
+        with temporary_settings(settings):
+            release_flow(ReleaseParameters(**parameters))
+    except BaseException:
+        os._exit(3)
+    os._exit(0)
+
+
+def test_a_server_that_stops_mid_run_leaves_no_partial_release(demo_csv, tmp_path):
+    """The Prefect server disappears while the run is in its gate stage (the release is being
+    written to staging): the run fails without publishing and without leaving its staging
+    folder; once the server is back, the next run publishes exactly once."""
+    from urllib.parse import urlsplit
+
+    from prefect.settings import PREFECT_API_URL
+
+    harness = urlsplit(PREFECT_API_URL.value())
+    proxy = _Proxy((harness.hostname, harness.port))
+    output = tmp_path / "releases"
+    parameters = _parameters(demo_csv, output, 25)
+    child = PROCESSES.Process(
+        target=_run_until_the_server_stops,
+        args=(f"http://127.0.0.1:{proxy.port}{harness.path}", parameters.model_dump()),
+    )
+    child.start()
+    deadline = time.monotonic() + 300
+    while not any(n.startswith(".staging-") for n in _working_folders(output)):
+        assert child.is_alive() and time.monotonic() < deadline, "the run never staged"
+        time.sleep(0.01)
+    proxy.stop()
+    child.join(timeout=300)
+    assert child.exitcode == 3, f"the run did not fail when the server stopped ({child.exitcode})"
+    assert _releases(output) == [] and _working_folders(output) == []
+
+    outcome = release_flow(parameters)
+    assert outcome["published"]
+    assert len(_releases(output)) == 1 and _working_folders(output) == []
 
 
 # --- a full disk ------------------------------------------------------------------------------
