@@ -18,7 +18,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import RandomForestClassifier
 
 from privgate.core.ranking._checks import check_features, check_positive
 from privgate.core.ranking._encoding import encode_labels, ordinal_matrix
@@ -34,6 +33,8 @@ def oob_accuracy(matrix: np.ndarray, codes: np.ndarray, n_estimators: int, seed:
     """
     if matrix.shape[1] == 0:  # nothing to learn from: the best constant guess
         return float(np.bincount(codes).max() / len(codes))
+    from sklearn.ensemble import RandomForestClassifier  # here: importing sklearn costs ~2.5 s
+
     forest = RandomForestClassifier(
         n_estimators=n_estimators, oob_score=True, random_state=seed, n_jobs=1
     )

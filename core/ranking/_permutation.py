@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import RandomForestClassifier
 
 from privgate.core.ranking._checks import check_features, check_positive
 from privgate.core.ranking._encoding import encode_labels, ordinal_matrix
@@ -99,6 +98,8 @@ def oob_permutation_importance(
     check_positive("n_estimators", n_estimators)
     matrix = ordinal_matrix(X)
     codes, _ = encode_labels(y)
+    from sklearn.ensemble import RandomForestClassifier  # here: importing sklearn costs ~2.5 s
+
     forest = RandomForestClassifier(n_estimators=n_estimators, random_state=random_state, n_jobs=1)
     forest.fit(matrix, codes)
     rng = np.random.default_rng(random_state)
