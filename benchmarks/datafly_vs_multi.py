@@ -234,12 +234,12 @@ def measure(prep: Prepared, ks: Sequence[int], limit: float, repeats: int) -> li
     for k in ks:
         algos = [cls([KAnonymity(k=k)], limit) for cls in ALGORITHMS]
         # An untimed warm-up run per algorithm; every timed run must reproduce it exactly.
-        reference = [algo.anonymize(prep.freq) for algo in algos]
+        reference = [algo.search(prep.freq) for algo in algos]
         times: list[list[float]] = [[] for _ in algos]
         for rep in range(repeats):
             order = range(len(algos)) if rep % 2 == 0 else reversed(range(len(algos)))
             for i in order:
-                result, elapsed = _timed(lambda a=algos[i]: a.anonymize(prep.freq))
+                result, elapsed = _timed(lambda a=algos[i]: a.search(prep.freq))
                 if not _same(result, reference[i]):
                     raise AssertionError(f"{algos[i].name} at k={k} is not deterministic")
                 times[i].append(elapsed)

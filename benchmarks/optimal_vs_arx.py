@@ -63,9 +63,9 @@ from privgate.core.anonymize import (
     AnonymizationResult,
     Mondrian,
     OptimalLattice,
+    ProjectionBounds,
     apply_generalization,
 )
-from privgate.core.anonymize._bounds import ProjectionBounds
 from privgate.core.encoding import EncodedTable, FrequencySet, encode_table
 from privgate.core.hierarchy import ARXHierarchy
 from privgate.core.metrics import table_loss
@@ -368,7 +368,7 @@ def measure_cells(adult: Adult, repeats: int) -> list[Cell]:
     references = []
     for (k, limit), algo in zip(grid, algos, strict=True):
         print(f"Adult: warm-up k={k}, suppression {_pct(limit)}", file=sys.stderr)
-        references.append(algo.anonymize(adult.freq))  # untimed warm-up
+        references.append(algo.search(adult.freq))  # untimed warm-up
     times: list[list[float]] = [[] for _ in grid]
     first_runs: list[list[float]] = [[] for _ in grid]
     for rep in range(repeats):
@@ -376,7 +376,7 @@ def measure_cells(adult: Adult, repeats: int) -> list[Cell]:
         order = list(range(len(grid))) if rep % 2 == 0 else list(reversed(range(len(grid))))
         for i in order:
             algo = algos[i]
-            result, seconds = _timed(lambda a=algo: a.anonymize(adult.freq))
+            result, seconds = _timed(lambda a=algo: a.search(adult.freq))
             if not _same(result, references[i]):
                 raise AssertionError(f"{grid[i]}: the search is not deterministic")
             times[i].append(seconds)
@@ -384,7 +384,7 @@ def measure_cells(adult: Adult, repeats: int) -> list[Cell]:
 
             def end_to_end(a: OptimalLattice = algos[i]) -> AnonymizationResult:
                 _, fresh = encode(adult.df, adult.hierarchies)
-                return a.anonymize(fresh)
+                return a.search(fresh)
 
             result, seconds = _timed(end_to_end)
             if not _same(result, references[i]):
@@ -458,7 +458,7 @@ def compare_mondrian(adult: Adult, repeats: int) -> MondrianComparison:
 
         def optimal_release() -> tuple[AnonymizationResult, pd.DataFrame]:
             encoded, freq = encode(adult.df, hierarchies)
-            result = algo.anonymize(freq)
+            result = algo.search(freq)
             cols = list(adult.df.columns)
             return result, apply_generalization(adult.df, encoded, result, cols)
 
@@ -526,14 +526,14 @@ def child_main(args: argparse.Namespace) -> int:
     algo = OptimalLattice(
         [KAnonymity(k=args.child_k)], args.child_limit, metric="loss", bounds_arity=BOUNDS_ARITY
     )
-    result = phase("search", lambda: algo.anonymize(freq))
+    result = phase("search", lambda: algo.search(freq))
     reused = [v for v in freq.cache.values() if isinstance(v, ProjectionBounds)]
     if len(reused) != 1 or reused[0] is not bounds:
         raise AssertionError("the search did not reuse the prepared projection bounds")
     out["peak_mib"] = _peak_mib()
     out["phases_end"] = time.time()
     if args.child_warm:
-        out["warm_search_s"] = _timed(lambda: algo.anonymize(freq))[1]
+        out["warm_search_s"] = _timed(lambda: algo.search(freq))[1]
     out.update(
         rows=len(df),
         tuples=len(freq.counts),

@@ -48,8 +48,12 @@ if str(REPO_ROOT) not in sys.path:
 
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
-from privgate.core.anonymize._hamdist import binarize, greedy_hamdist_select  # noqa: E402
-from privgate.core.anonymize._rfka import FeatureSelection, rfka_select  # noqa: E402
+from privgate.core.anonymize import (  # noqa: E402
+    FeatureSelection,
+    binarize,
+    greedy_hamdist_select,
+    rfka_select,
+)
 from privgate.core.datasets import load_adult, load_breast_cancer_wisconsin  # noqa: E402
 from privgate.core.ranking import oob_permutation_importance  # noqa: E402
 

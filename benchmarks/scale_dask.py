@@ -68,26 +68,24 @@ def _child(kind: str, data: str, out: str, blocksize: str) -> dict:
         return value
 
     if kind == "pandas":
-        from privgate.core.anonymize import apply_generalization, make_algorithm
+        from privgate.core.anonymize import SearchSetup, apply_generalization, make_algorithm
         from privgate.core.encoding import encode_table
         from privgate.core.gate import verify_release
-        from privgate.core.hierarchy import hierarchies_for
         from privgate.core.ingest import read_table
-        from privgate.core.privacy import models_from_policy
 
-        models = models_from_policy(policy.privacy)
+        setup = SearchSetup.from_policy(policy)
 
         def ingest():
             frame = read_table(policy.input)
-            encoded = encode_table(frame, hierarchies_for(policy), [])
+            encoded = encode_table(frame, setup.hierarchies, setup.sensitive)
             return frame, encoded, encoded.frequency_set()
 
         frame, encoded, freq = phase("ingest", ingest)
-        algorithm = make_algorithm("optimal", models, policy.privacy.suppression_limit, "loss")
-        result = phase("search", lambda: algorithm.anonymize(freq))
+        algorithm = make_algorithm(setup)
+        result = phase("search", lambda: algorithm.search(freq))
         release = phase(
             "generalize",
-            lambda: apply_generalization(frame, encoded, result, policy.released_columns),
+            lambda: apply_generalization(frame, encoded, result, setup.released_columns),
         )
         Path(out).mkdir(parents=True)
         target = Path(out) / "release.parquet"
@@ -96,11 +94,9 @@ def _child(kind: str, data: str, out: str, blocksize: str) -> dict:
             "verify",
             lambda: verify_release(
                 target,
-                policy.quasi_identifiers,
-                models,
-                input_rows=len(frame),
-                suppression_limit=policy.privacy.suppression_limit,
-                expected_columns=policy.released_columns,
+                list(setup.quasi_identifiers),
+                list(setup.models),
+                **setup.gate_limits(len(frame)),
             ),
         )
         facts.update(
@@ -116,6 +112,7 @@ def _child(kind: str, data: str, out: str, blocksize: str) -> dict:
         from privgate.core.scale import (
             frequency_stage,
             publish_stage,
+            scale_setup,
             search_stage,
             verify_stage,
             write_stage,
@@ -139,10 +136,11 @@ def _child(kind: str, data: str, out: str, blocksize: str) -> dict:
         else:
             dask.config.set(scheduler="threads", num_workers=2)
         staging = out + ".staging"
-        freq = phase("ingest", lambda: frequency_stage(policy, blocksize))
-        plan, result = phase("search", lambda: search_stage(freq, policy))
-        phase("generalize + write", lambda: write_stage(plan, policy, staging, blocksize, 0))
-        decision = phase("verify", lambda: verify_stage(staging, policy, freq.table.n_rows))
+        setup = scale_setup(policy)
+        freq = phase("ingest", lambda: frequency_stage(policy, setup, blocksize))
+        plan, result = phase("search", lambda: search_stage(freq, setup))
+        phase("generalize + write", lambda: write_stage(plan, policy, setup, staging, blocksize))
+        decision = phase("verify", lambda: verify_stage(staging, setup, freq.table.n_rows))
         publish_stage(staging, out, decision)
         facts.update(
             levels=plan.levels,

@@ -51,8 +51,11 @@ from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
 from sklearn.model_selection import StratifiedKFold  # noqa: E402
 
-from privgate.core.anonymize import OptimalLattice, apply_generalization  # noqa: E402
-from privgate.core.anonymize._tiered import tiered_releases  # noqa: E402
+from privgate.core.anonymize import (  # noqa: E402
+    OptimalLattice,
+    apply_generalization,
+    tiered_releases,
+)
 from privgate.core.datasets import load_adult, load_bank_marketing  # noqa: E402
 from privgate.core.encoding import encode_table  # noqa: E402
 from privgate.core.hierarchy import (  # noqa: E402
@@ -257,7 +260,7 @@ class Row:
 
 def plain_release(ds: Dataset, k: int) -> tuple[pd.DataFrame, dict[str, int], int]:
     encoded = encode_table(ds.frame, ds.hierarchies)
-    result = OptimalLattice([KAnonymity(k=k)], SUPPRESSION_LIMIT).anonymize(encoded.frequency_set())
+    result = OptimalLattice([KAnonymity(k=k)], SUPPRESSION_LIMIT).search(encoded.frequency_set())
     release = apply_generalization(ds.frame, encoded, result, [*ds.qis, ds.target])
     return release, result.levels, result.n_suppressed
 

@@ -50,6 +50,7 @@ if str(REPO_ROOT) not in sys.path:
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
 from privgate.core import stages  # noqa: E402
+from privgate.core.anonymize import SearchSetup  # noqa: E402
 from privgate.core.policy import ReleasePolicy, load_policy  # noqa: E402
 from privgate.core.utility import (  # noqa: E402
     ClassificationUtility,
@@ -117,7 +118,8 @@ def measure(args) -> tuple[list[Row], dict]:
         for algorithm in ALGORITHMS:
             policy = _policy(base, k, algorithm, args)
             started = time.perf_counter()
-            table = stages.anonymize(frame, policy, hierarchies)  # unshuffled: input's index
+            # The stage's table keeps each record's index (rows are shuffled when written).
+            [table] = stages.anonymize(frame, SearchSetup.from_policy(policy, hierarchies))
             anonymize_s = time.perf_counter() - started
             utility = measure_utility(
                 frame, table.frame, policy, hierarchies, levels=table.result.levels

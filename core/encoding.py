@@ -17,7 +17,14 @@ import numpy as np
 from privgate.core.exceptions import HierarchyError
 from privgate.core.hierarchy import Hierarchy
 
-__all__ = ["ClassStats", "EncodedColumn", "EncodedTable", "FrequencySet", "encode_table"]
+__all__ = [
+    "ClassStats",
+    "EncodedColumn",
+    "EncodedTable",
+    "FrequencySet",
+    "encode_column",
+    "encode_table",
+]
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,17 @@ def _factorize_labels(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, np.array(list(seen), dtype=object)
 
 
-def _encode_qi(name: str, values: object, hierarchy: Hierarchy) -> EncodedColumn:
+def encode_column(name: str, values: object, hierarchy: Hierarchy) -> EncodedColumn:
+    """Encode one quasi-identifier along its hierarchy (see :func:`encode_table`).
+
+    ``values`` may also be a column's distinct values alone (the Dask path maps each distinct
+    value once, then counts the rows elsewhere).
+
+    Raises
+    ------
+    HierarchyError
+        A missing value, or a value the hierarchy does not cover.
+    """
     codes, uniques = factorize(values)
     if (codes < 0).any():
         missing = np.flatnonzero(codes < 0)
@@ -136,6 +153,17 @@ class EncodedTable:
     @property
     def heights(self) -> list[int]:
         return [c.height for c in self.columns]
+
+    def select(self, names: Sequence[str]) -> EncodedTable:
+        """The same table with only the quasi-identifiers ``names`` (in that order); the
+        sensitive columns are kept. No column is encoded again."""
+        by_name = {c.name: c for c in self.columns}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise KeyError(f"quasi-identifier(s) {missing} are not encoded in this table")
+        return EncodedTable(
+            [by_name[n] for n in names], self.sensitive_codes, self.sensitive_values, self.n_rows
+        )
 
     def frequency_set(self) -> FrequencySet:
         """Histogram of the distinct (QI codes, sensitive codes) tuples."""
@@ -187,7 +215,7 @@ def encode_table(
     HierarchyError
         A QI has missing values or values its hierarchy does not cover.
     """
-    columns = [_encode_qi(name, df[name], h) for name, h in hierarchies.items()]
+    columns = [encode_column(name, df[name], h) for name, h in hierarchies.items()]
     sensitive_codes, sensitive_values = {}, {}
     for name in sensitive:
         codes, uniques = factorize(df[name])

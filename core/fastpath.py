@@ -2,10 +2,11 @@
 
 The release flow (ingest, pandera validation, Prefect tasks, atomic publish with a manifest) is
 what a data owner schedules. This path is for quick, interactive work on a CSV file, such as
-trying a k or comparing algorithms: it runs the same encoding, search and gate without Prefect,
-pandera or pandas, so a whole process on Adult takes well under a second. It checks less at
-ingest (declared columns present, no undeclared ones; values are checked by the hierarchies)
-and it never publishes: the output file appears only once the gate has passed on it.
+trying a k or comparing algorithms: it runs the same search setup, algorithm contract and gate
+without Prefect, pandera or pandas, so a whole process on Adult takes well under a second. It
+checks less at ingest (declared columns present, no undeclared ones; values are checked by the
+hierarchies) and it never publishes: the output file appears only once the gate has passed on
+it.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from privgate.core.anonymize import make_algorithm, require_full_domain
-from privgate.core.anonymize._generalize import generalize_columns
-from privgate.core.encoding import encode_table
-from privgate.core.exceptions import AnonymizationError, GateBlockedError, IngestError
+from privgate.core.anonymize import (
+    SearchInput,
+    full_domain_setup,
+    make_algorithm,
+    release_columns,
+)
+from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
-from privgate.core.hierarchy import hierarchies_for, sensitive_hierarchies_for
 from privgate.core.policy import ReleasePolicy
-from privgate.core.privacy import models_from_policy
 from privgate.core.textcsv import read_text_columns, write_text_columns
 
 __all__ = ["anonymize_csv"]
@@ -54,7 +56,7 @@ def _read(policy: ReleasePolicy) -> dict[str, np.ndarray]:
 
 
 def anonymize_csv(
-    policy: ReleasePolicy, output: str | Path, shuffle_seed: int | None = 0
+    policy: ReleasePolicy, output: str | Path, shuffle_seed: int | None = None
 ) -> tuple[GateDecision, dict]:
     """Anonymize the policy's CSV input into ``output`` and verify it there.
 
@@ -64,8 +66,10 @@ def anonymize_csv(
         Its algorithm must be a full-domain one (optimal, datafly, multi_attribute_datafly).
     output : path
         The release file (CSV). Written to a temporary name first and renamed once verified.
-    shuffle_seed : int or None, default=0
-        Seed of the row permutation (``None`` keeps the input order).
+    shuffle_seed : int, optional
+        Seed of the row permutation, to reproduce an order in a test. By default the
+        permutation is drawn from the operating system's entropy, so that nothing published
+        lets anyone recompute it (and with it the input's order).
 
     Returns
     -------
@@ -80,41 +84,25 @@ def anonymize_csv(
     GateBlockedError
         The written file failed verification (it is removed).
     """
-    require_full_domain(policy, "`privgate anonymize`")
+    setup = full_domain_setup(policy, "`privgate anonymize`")
     timings: dict[str, float] = {}
     started = time.perf_counter()
     columns = _read(policy)
-    n_rows = len(next(iter(columns.values())))
-    k = policy.privacy.k
-    if k > n_rows:
-        raise AnonymizationError(
-            f"privacy.k = {k} is larger than the table ({n_rows} rows): no release of it can "
-            f"be {k}-anonymous"
-        )
     timings["read"] = time.perf_counter() - started
 
     mark = time.perf_counter()
-    models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
-    sensitive = sorted({m.column for m in models if hasattr(m, "column")})
-    encoded = encode_table(columns, hierarchies_for(policy), sensitive)
-    freq = encoded.frequency_set()
+    data = SearchInput.prepare(columns, setup)
+    freq = data.frequency_set
     timings["encode"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    algorithm = make_algorithm(
-        policy.algorithm.name,
-        models,
-        policy.privacy.suppression_limit,
-        metric=policy.algorithm.metric,
-    )
-    result = algorithm.anonymize(freq)
+    result = make_algorithm(setup).anonymize(data)
     timings["search"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    release = generalize_columns(columns, encoded, result, policy.released_columns)
-    if shuffle_seed is not None:
-        order = np.random.default_rng(shuffle_seed).permutation(n_rows - result.n_suppressed)
-        release = {name: values[order] for name, values in release.items()}
+    release = release_columns(columns, result, setup.released_columns)
+    order = np.random.default_rng(shuffle_seed).permutation(result.n_released)
+    release = {name: values[order] for name, values in release.items()}
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = output.with_name(f".{output.name}.{os.getpid()}.tmp")
@@ -124,12 +112,9 @@ def anonymize_csv(
     mark = time.perf_counter()
     decision = verify_release(
         staging,
-        policy.quasi_identifiers,
-        models,
-        input_rows=n_rows,
-        suppression_limit=policy.privacy.suppression_limit,
-        expected_columns=policy.released_columns,
-        forbidden_columns=policy.identifiers,
+        list(setup.quasi_identifiers),
+        list(setup.models),
+        **setup.gate_limits(data.n_rows),
     )
     timings["verify"] = time.perf_counter() - mark
     if not decision.passed:
@@ -139,7 +124,8 @@ def anonymize_csv(
     summary = {
         "algorithm": result.algorithm,
         "levels": result.levels,
-        "input_rows": n_rows,
+        "input_rows": data.n_rows,
+        "distinct_tuples": int(len(freq.counts)),
         "suppressed": result.n_suppressed,
         **{f"search_{key}": value for key, value in result.details.items()},
         "seconds": {key: round(value, 4) for key, value in timings.items()},

@@ -18,7 +18,7 @@ import numpy as np
 
 from privgate.core.encoding import ClassStats, factorize, is_missing
 from privgate.core.exceptions import VerificationError
-from privgate.core.privacy import PrivacyModel
+from privgate.core.privacy import PrivacyModel, sensitive_columns
 from privgate.core.textcsv import read_text_columns
 
 __all__ = [
@@ -185,8 +185,9 @@ def verify_table(
 
 
 def sensitive_columns_of(models: Sequence[PrivacyModel]) -> list[str]:
-    """The sensitive columns the models read, sorted."""
-    return sorted({m.column for m in models if hasattr(m, "column")})
+    """The sensitive columns the models read, sorted (see
+    :func:`privgate.core.privacy.sensitive_columns`)."""
+    return sensitive_columns(models)
 
 
 def check_columns(

@@ -55,6 +55,7 @@ __all__ = [
     "HierarchySpec",
     "InputSpec",
     "IntervalHierarchySpec",
+    "K_MINIMUM",
     "LDiversitySpec",
     "MaskingHierarchySpec",
     "OutputSpec",
@@ -201,6 +202,11 @@ class ColumnSpec(_Strict):
         return self
 
     @property
+    def is_numeric(self) -> bool:
+        """Declared ``integer`` or ``float``: compared, banded and binned as numbers."""
+        return self.type in (ColumnType.INTEGER, ColumnType.FLOAT)
+
+    @property
     def allows_missing(self) -> bool:
         """Quasi-identifiers default to non-null: a hierarchy cannot generalize a missing cell."""
         if self.nullable is not None:
@@ -289,10 +295,14 @@ class RiskSpec(_Strict):
         return self
 
 
+#: The smallest ``k`` a policy (or a run's override) accepts.
+K_MINIMUM = 1
+
+
 class PrivacySpec(_Strict):
     """The privacy model the release must satisfy, as written: verified, never assumed."""
 
-    k: int = Field(ge=1)
+    k: int = Field(ge=K_MINIMUM)
     suppression_limit: float = Field(default=0.0, ge=0.0, le=1.0)
     l_diversity: list[LDiversitySpec] = Field(default_factory=list)
     t_closeness: list[TClosenessSpec] = Field(default_factory=list)
@@ -722,7 +732,7 @@ class ReleasePolicy(_Strict):
                 )
         for name in self.quasi_identifiers:
             spec = self.columns[name]
-            numeric = spec.type in (ColumnType.INTEGER, ColumnType.FLOAT)
+            numeric = spec.is_numeric
             if numeric and (spec.minimum is None or spec.maximum is None):
                 raise ValueError(
                     f"columns.{name}: a differentially private release needs the public range "

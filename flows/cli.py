@@ -40,7 +40,7 @@ for _name, _value in (
     os.environ.setdefault(_name, _value)
 
 from privgate.core.exceptions import PrivgateError  # noqa: E402  (after the environment is set)
-from privgate.deployments.crash_detection import CRASH_AFTER_SECONDS  # noqa: E402  (no Prefect)
+from privgate.flows.crash_detection import CRASH_AFTER_SECONDS  # noqa: E402  (no Prefect)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_POLICY = PROJECT_ROOT / "policies" / "demo.yaml"
@@ -68,30 +68,26 @@ def _quiet_expected_tracebacks() -> None:
 
 def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -> int:
     from privgate.core.preflight import preflight
-    from privgate.flows.policy_overrides import resolve_policy
-
-    # Validate the policy, the input and the hierarchies before starting Prefect: a typo or a
-    # missing file fails in well under two seconds, not after the server has started.
-    epsilon = getattr(args, "epsilon", None)
-    policy = resolve_policy(policy_path, args.k, args.suppression_limit, overrides, epsilon)
-    checked = preflight(policy)
-    print(f"{checked.summary()} ({sum(checked.seconds.values()):.2f}s)", flush=True)
-
     from privgate.flows.parameters import ReleaseParameters
+
+    parameters = ReleaseParameters(
+        policy_path=str(policy_path),
+        k=args.k,
+        suppression_limit=args.suppression_limit,
+        epsilon=getattr(args, "epsilon", None),
+        release_date=args.release_date,
+        dry_run=args.dry_run,
+        overrides=overrides,
+    )
+    # Validate the policy, the overrides, the input and the hierarchies before starting
+    # Prefect: a typo or a missing file fails in well under two seconds, not after the server
+    # has started (the flow reuses the resolved policy).
+    checked = preflight(parameters.policy())
+    print(f"{checked.summary()} ({sum(checked.seconds.values()):.2f}s)", flush=True)
     from privgate.flows.release import release_flow
 
     _quiet_expected_tracebacks()
-    outcome = release_flow(
-        ReleaseParameters(
-            policy_path=str(policy_path),
-            k=args.k,
-            suppression_limit=args.suppression_limit,
-            epsilon=epsilon,
-            release_date=args.release_date,
-            dry_run=args.dry_run,
-            overrides=overrides,
-        )
-    )
+    outcome = release_flow(parameters)
     gate = outcome["gate"]
     m = gate["measurements"]
     if outcome.get("dry_run") and "differential_privacy" in outcome:
@@ -165,8 +161,8 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from prefect import serve
 
-    from privgate.deployments.crash_detection import ensure_crash_automation
-    from privgate.deployments.serve import build_deployments, refuse_to_replace
+    from privgate.flows.crash_detection import ensure_crash_automation
+    from privgate.flows.serve import build_deployments, refuse_to_replace
 
     overrides = {"output.directory": str(Path(args.output).resolve())} if args.output else None
     deployments = build_deployments(args.policies, args.cron, args.timezone, overrides)
@@ -186,7 +182,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_crash_detection(args: argparse.Namespace) -> int:
-    from privgate.deployments.crash_detection import ensure_crash_automation
+    from privgate.flows.crash_detection import ensure_crash_automation
 
     automation = ensure_crash_automation(args.after)
     print(

@@ -1,9 +1,10 @@
 """The release flow's differentially private branch.
 
-fingerprint -> ingest -> check columns -> DP release (ε reserved in the ledger before the first
-draw; every draw journaled before it is used) -> utility gate (from the DP output alone) ->
-stage -> DP gate (re-read the file; the journal's draws compose within the policy's ε and are
-the published counts) -> publish and mark the ledger, in one Prefect transaction.
+(fingerprint -> ingest, shared with the k-anonymous branch) -> check columns -> DP release
+(ε reserved in the ledger before the first draw; every draw journaled before it is used) ->
+utility gate (from the DP output alone) -> stage -> DP gate (re-read the file; the journal's
+draws compose within the policy's ε and are the published counts) -> publish and mark the
+ledger, in one Prefect transaction.
 
 A release that does not fit what is left of the dataset's lifetime budget is refused before any
 noise exists: the run ends Failed, saying how much budget is left, and nothing is published. A
@@ -23,7 +24,6 @@ from prefect.runtime import flow_run
 from prefect.states import Completed
 from prefect.transactions import transaction
 
-from privgate.core import stages
 from privgate.core.dp import pipeline
 from privgate.core.dp.release import DPTable
 from privgate.core.exceptions import GateBlockedError, UtilityBlockedError
@@ -31,6 +31,7 @@ from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import discard, sha256_file
 from privgate.core.report import REPORT_FILE, blocked_report_path
+from privgate.core.stages import IngestedTable, load_hierarchies
 from privgate.flows.parameters import ReleaseParameters
 from privgate.tasks._results import discard_private_results
 from privgate.tasks.dp import (
@@ -42,11 +43,7 @@ from privgate.tasks.dp import (
     dp_utility_gate_task,
     ledger_publish_task,
 )
-from privgate.tasks.fingerprint import fingerprint_task
-from privgate.tasks.ingest import ingest_task
 from privgate.tasks.publish import publish_task
-
-_INGEST_SECTIONS = ("dataset", "input", "columns")
 
 
 def _attach_summary(
@@ -64,11 +61,14 @@ def _attach_summary(
     )
 
 
-def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
-    """Run the DP branch of the release flow (called inside the release flow)."""
+def dp_release(
+    policy: ReleasePolicy, p: ReleaseParameters, release_date: date, ingested: IngestedTable
+):
+    """Run the DP branch of the release flow on the ingested table (called inside the
+    release flow, after the opening both branches share)."""
     log = get_run_logger()
     dp = policy.differential_privacy
-    hierarchies = stages.load_hierarchies(policy)
+    hierarchies = load_hierarchies(policy)
     release_id = pipeline.dp_release_id(policy, release_date)
     log.info(
         "policy %s: dataset %r, DP release %s (%s), epsilon=%g of a lifetime budget of %g",
@@ -79,9 +79,6 @@ def dp_release(policy: ReleasePolicy, p: ReleaseParameters, release_date: date):
         dp.epsilon,
         dp.budget.epsilon,
     )
-    input_sha256 = fingerprint_task(policy)
-    ingest_token = stages.cache_token(policy, input_sha256, *_INGEST_SECTIONS)
-    ingested = ingest_task(policy, input_sha256, ingest_token)
     checked = dp_columns_task(ingested.frame, policy)
     if p.dry_run:
         outcome = dp_dry_run_task(policy, release_id)

@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from privgate.core.policy import K_MINIMUM, ReleasePolicy
 
 
 class ReleaseParameters(BaseModel):
@@ -24,7 +26,9 @@ class ReleaseParameters(BaseModel):
         min_length=1,
     )
     k: int | None = Field(
-        default=None, ge=1, description="Override privacy.k for this run (blank: the policy's)."
+        default=None,
+        ge=K_MINIMUM,
+        description="Override privacy.k for this run (blank: the policy's).",
     )
     suppression_limit: float | None = Field(
         default=None,
@@ -51,3 +55,16 @@ class ReleaseParameters(BaseModel):
         default_factory=dict,
         description='Further dotted-key policy overrides, e.g. {"output.directory": "/srv/out"}.',
     )
+
+    _policy: ReleasePolicy | None = PrivateAttr(default=None)
+
+    def policy(self) -> ReleasePolicy:
+        """The policy with this run's overrides, validated (once: the command line resolves it
+        before Prefect starts, and the flow reuses it)."""
+        if self._policy is None:
+            from privgate.flows.policy_overrides import resolve_policy
+
+            self._policy = resolve_policy(
+                self.policy_path, self.k, self.suppression_limit, self.overrides, self.epsilon
+            )
+        return self._policy

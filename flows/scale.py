@@ -27,17 +27,20 @@ from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 from prefect_dask import DaskTaskRunner, get_dask_client
 
+from privgate.core.anonymize import SearchSetup
 from privgate.core.encoding import FrequencySet
 from privgate.core.gate import GateDecision
-from privgate.core.policy import ReleasePolicy, load_policy
+from privgate.core.policy import ReleasePolicy
 from privgate.core.scale import (
     GeneralizationPlan,
     frequency_stage,
     publish_stage,
+    scale_setup,
     search_stage,
     verify_stage,
     write_stage,
 )
+from privgate.flows.policy_overrides import resolve_policy
 
 __all__ = ["make_task_runner", "run_scale_release", "scale_release_flow"]
 
@@ -61,9 +64,9 @@ def make_task_runner(
 
 
 @task(name="frequency-set", cache_policy=NO_CACHE)
-def frequency_task(policy: ReleasePolicy, blocksize: str) -> FrequencySet:
+def frequency_task(policy: ReleasePolicy, setup: SearchSetup, blocksize: str) -> FrequencySet:
     with get_dask_client():
-        freq = frequency_stage(policy, blocksize)
+        freq = frequency_stage(policy, setup, blocksize)
     get_run_logger().info(
         "frequency set: %d rows, %d distinct tuples", freq.table.n_rows, len(freq.counts)
     )
@@ -71,8 +74,8 @@ def frequency_task(policy: ReleasePolicy, blocksize: str) -> FrequencySet:
 
 
 @task(name="search", cache_policy=NO_CACHE)
-def search_task(freq: FrequencySet, policy: ReleasePolicy) -> tuple[GeneralizationPlan, dict]:
-    plan, result = search_stage(freq, policy)
+def search_task(freq: FrequencySet, setup: SearchSetup) -> tuple[GeneralizationPlan, dict]:
+    plan, result = search_stage(freq, setup)
     get_run_logger().info(
         "search: %s chose %s; %d records suppressed",
         result.algorithm,
@@ -86,18 +89,19 @@ def search_task(freq: FrequencySet, policy: ReleasePolicy) -> tuple[Generalizati
 def write_task(
     plan: GeneralizationPlan,
     policy: ReleasePolicy,
+    setup: SearchSetup,
     staging: str,
     blocksize: str,
     shuffle_seed: int | None,
 ) -> str:
     with get_dask_client():
-        return str(write_stage(plan, policy, staging, blocksize, shuffle_seed))
+        return str(write_stage(plan, policy, setup, staging, blocksize, shuffle_seed))
 
 
 @task(name="verify-and-gate", cache_policy=NO_CACHE)
-def verify_task(staging: str, policy: ReleasePolicy, input_rows: int) -> GateDecision:
+def verify_task(staging: str, setup: SearchSetup, input_rows: int) -> GateDecision:
     with get_dask_client():
-        decision = verify_stage(staging, policy, input_rows)
+        decision = verify_stage(staging, setup, input_rows)
     get_run_logger().info("gate: %s", decision.summary)
     return decision
 
@@ -110,7 +114,7 @@ def scale_release_flow(
     suppression_limit: float | None = None,
     input_path: str | None = None,
     blocksize: str = "64MB",
-    shuffle_seed: int | None = 0,
+    shuffle_seed: int | None = None,
 ) -> dict:
     """Anonymize the policy's input on the flow's dask cluster into the Parquet folder
     ``output`` (which must not exist). Returns the gate's decision, levels and search facts.
@@ -118,25 +122,19 @@ def scale_release_flow(
     Raises ``GateBlockedError`` (the flow run fails, nothing is published) when the gate
     blocks the written release.
     """
-    overrides = {
-        "privacy.k": k,
-        "privacy.suppression_limit": suppression_limit,
-        "input.path": input_path,
-    }
-    policy = load_policy(policy_path)
-    overrides = {key: value for key, value in overrides.items() if value is not None}
-    if overrides:
-        policy = policy.with_overrides(**overrides)
+    overrides = {"input.path": input_path} if input_path is not None else None
+    policy = resolve_policy(policy_path, k, suppression_limit, overrides)
     out = Path(output)
     if out.exists():
         raise FileExistsError(f"release folder already exists: {out}")
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = str(out.with_name(f".{out.name}.{os.getpid()}.tmp"))
 
-    freq = frequency_task.submit(policy, blocksize).result()
-    plan, details = search_task.submit(freq, policy).result()
-    written = write_task.submit(plan, policy, staging, blocksize, shuffle_seed).result()
-    decision = verify_task.submit(written, policy, freq.table.n_rows).result()
+    setup = scale_setup(policy)
+    freq = frequency_task.submit(policy, setup, blocksize).result()
+    plan, details = search_task.submit(freq, setup).result()
+    written = write_task.submit(plan, policy, setup, staging, blocksize, shuffle_seed).result()
+    decision = verify_task.submit(written, setup, freq.table.n_rows).result()
     publish_stage(written, out, decision)
     return {
         "output": str(out),

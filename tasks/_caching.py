@@ -2,9 +2,9 @@
 
 A stage's result is persisted and keyed by the task's source and its light inputs: a
 ``cache_token`` (data fingerprint + the policy sections the stage reads + hierarchy files, see
-:func:`privgate.core.stages.cache_token`) and small values such as the shuffle seed. Heavy or
-derived inputs (the table, the policy object, the hierarchies, the ranking) are excluded from
-the key; the token already stands for them. Retrying a failed flow run then re-executes only the
+:mod:`privgate.core.cache_keys`). Heavy or derived inputs (the table, the policy object, the
+search setup, the hierarchies, the ranking) are excluded from the key; the token already stands
+for them. Retrying a failed flow run then re-executes only the
 failed stage and what follows it: earlier stages show ``Cached``.
 
 The results are private (the ingest stage's result *is* the input), so they are kept the way
@@ -26,7 +26,7 @@ from privgate.tasks._results import RESULT_STORAGE, DatasetScoped, SealedSeriali
 #: prefixed with the dataset so that each dataset's results sit in their own folder.
 CACHE_BY_TOKEN = DatasetScoped(
     base=TASK_SOURCE
-    + (INPUTS - "frame" - "policy" - "hierarchies" - "table" - "ranking" - "run_id")
+    + (INPUTS - "frame" - "policy" - "setup" - "hierarchies" - "table" - "ranking" - "run_id")
 )
 
 #: Keyword arguments of every cached stage task.

@@ -8,6 +8,7 @@ from prefect import task
 from prefect.logging import get_run_logger
 
 from privgate.core import stages
+from privgate.core.anonymize import SearchSetup
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import StagedRelease, discard
@@ -16,20 +17,17 @@ from privgate.core.publish import StagedRelease, discard
 @task(name="verify-and-gate", timeout_seconds=1800)
 def gate_task(
     table: stages.AnonymizedTable,
+    setup: SearchSetup,
     policy: ReleasePolicy,
     release_id: str,
     input_rows: int,
-    covered: list[str] | None = None,
 ) -> tuple[StagedRelease, GateDecision]:
-    """Write to staging and verify the file as written; the decision is returned as data.
-
-    ``covered``: the quasi-identifiers a tiered release must protect, as the flow derives them
-    from the ranking (default: every declared one).
-    """
+    """Write to staging and verify the file as written, over the quasi-identifiers the run
+    planned the release to cover; the decision is returned as data."""
     started = time.perf_counter()
     staged = stages.stage(table, policy, release_id)
     try:
-        decision = stages.verify(staged.release_file, policy, input_rows, covered=covered)
+        decision = stages.verify(staged.release_file, setup, input_rows, covered=table.covered)
     except BaseException:
         discard(staged)  # the flow never receives it: clean up here
         raise

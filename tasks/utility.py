@@ -1,15 +1,13 @@
 """Utility tasks: measure what the release keeps (cached), then apply the utility thresholds.
 
 Measuring runs classifiers and clusterings (seconds to minutes), so its result is persisted and
-keyed by :func:`utility_token`: the anonymization's token plus the utility *settings*. The
-thresholds are left out of the key and applied by the separate, uncached gate task, so tuning a
-threshold and rerunning re-decides in milliseconds without measuring again.
+keyed by :func:`privgate.core.cache_keys.utility_token`: the anonymization's token plus the
+utility *settings*. The thresholds are left out of the key and applied by the separate,
+uncached gate task, so tuning a threshold and rerunning re-decides in milliseconds without
+measuring again.
 """
 
 from __future__ import annotations
-
-import hashlib
-import json
 
 import pandas as pd
 from prefect import task
@@ -18,22 +16,8 @@ from prefect.logging import get_run_logger
 from privgate.core import stages
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import ReleasePolicy
-from privgate.core.utility import (
-    UtilityDecision,
-    UtilityReport,
-    align_release,
-    check_utility,
-    measure_utility,
-    utility_spec,
-)
+from privgate.core.utility import UtilityDecision, UtilityReport, check_utility, measure_utility
 from privgate.tasks._caching import CACHED_STAGE
-
-
-def utility_token(anonymize_token: str, policy: ReleasePolicy) -> str:
-    """Cache key of the measurement: the release's token and the settings, not the thresholds."""
-    settings = utility_spec(policy).model_dump(mode="json", exclude={"thresholds"})
-    payload = anonymize_token + json.dumps(settings, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 @task(name="utility", timeout_seconds=3600, **CACHED_STAGE)
@@ -42,12 +26,11 @@ def utility_task(
     table: stages.AnonymizedTable,
     policy: ReleasePolicy,
     hierarchies: dict[str, Hierarchy],
-    shuffle_seed: int | None,
     cache_token: str,
 ) -> UtilityReport:
-    """Classification, clustering, loss, engine metrics and distribution shift of the release."""
-    release = align_release(table.frame, frame.index, table.result.suppressed, shuffle_seed)
-    utility = measure_utility(frame, release, policy, hierarchies, levels=table.result.levels)
+    """Classification, clustering, loss, engine metrics and distribution shift of the release
+    (whose rows still carry their original records' index: they are shuffled when written)."""
+    utility = measure_utility(frame, table.frame, policy, hierarchies, levels=table.result.levels)
     get_run_logger().info(
         "utility: loss %.4f, measured in %.1fs", utility.loss["total"], utility.seconds
     )

@@ -1,16 +1,41 @@
-"""Shared pytest fixtures for the privgate test suite."""
+"""Shared pytest fixtures for the privgate test suite.
+
+* ``shared_data``: the real public datasets in ``../shared/data`` (never copied here);
+* ``adult_policy`` / ``adult``: ARX's Adult with its policy, read and validated once a session;
+* ``prefect_harness``: the one Prefect test server of the session (folders whose tests run
+  flows or tasks request it from their own ``conftest.py``);
+* ``_private_data_dir`` (autouse): every test its own privgate data directory;
+* ``postgres_url``: a throwaway PostgreSQL server for the shared-ledger tests.
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from privgate.core.policy import ReleasePolicy
+
+REPO = Path(__file__).resolve().parents[1]
 #: Real public datasets live next to the repository, in ``../shared/data``; they are never
 #: copied into the project.
-SHARED_DATA_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+SHARED_DATA_DIR = REPO / ".." / "shared" / "data"
+ADULT_POLICY = REPO / "policies" / "adult.yaml"
+
+# Quiet, offline Prefect and Great Expectations wherever a test starts them, and persisted stage
+# results in a throwaway folder, never the user's home.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", tempfile.mkdtemp(prefix="privgate-results-"))
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +56,151 @@ def shared_data() -> Callable[[str], Path]:
         return path
 
     return resolve
+
+
+@pytest.fixture(scope="session")
+def adult_policy(shared_data) -> ReleasePolicy:
+    """``policies/adult.yaml``: ARX's Adult, its 8 quasi-identifiers and hierarchies, k=5."""
+    from privgate.core.policy import load_policy
+
+    shared_data("arx/adult.csv")
+    return load_policy(ADULT_POLICY)
+
+
+@dataclass(frozen=True)
+class AdultTable:
+    """Adult as the flow sees it after validation: the policy, its hierarchies, the table."""
+
+    policy: ReleasePolicy
+    hierarchies: dict
+    frame: pd.DataFrame
+
+    @property
+    def quasi_identifiers(self) -> list[str]:
+        return self.policy.quasi_identifiers
+
+    def policy_for(self, algorithm: str = "optimal", **overrides) -> ReleasePolicy:
+        """The Adult policy with another algorithm and dotted-key overrides."""
+        changes = dict(overrides)
+        if algorithm != "optimal":
+            changes["algorithm"] = {"name": algorithm}
+        return self.policy.with_overrides(**changes) if changes else self.policy
+
+    def release(self, algorithm: str = "optimal", **overrides):
+        """``(AnonymizedTable, its release frame)`` as the flow's anonymize stage makes it;
+        the release's rows carry their original records' index."""
+        from privgate.core import stages
+        from privgate.core.anonymize import SearchSetup
+
+        setup = SearchSetup.from_policy(self.policy_for(algorithm, **overrides), self.hierarchies)
+        table = stages.anonymize(self.frame, setup)[-1]
+        return table, table.frame
+
+
+@pytest.fixture(scope="session")
+def adult(adult_policy) -> AdultTable:
+    """Adult read and validated once per session (never modify ``frame``: it is shared)."""
+    from privgate.core import stages
+    from privgate.validations.schema import validate_input
+
+    hierarchies = stages.load_hierarchies(adult_policy)
+    frame = validate_input(stages.ingest(adult_policy).frame, adult_policy, hierarchies)
+    return AdultTable(adult_policy, hierarchies, frame)
+
+
+@pytest.fixture(scope="session")
+def adult_k5(adult):
+    """The optimal release at k=5 with 2 % suppression: (AnonymizedTable, release frame)."""
+    return adult.release("optimal")
+
+
+@pytest.fixture(scope="session")
+def adult_mondrian(adult):
+    """Strict Mondrian at k=5: (AnonymizedTable, release frame)."""
+    return adult.release("mondrian")
+
+
+#: The utility section of the report fixtures' Adult release.
+REPORT_UTILITY = {
+    "target": "salary-class",
+    "models": ["svm", "random_forest"],
+    "sample_size": 1500,
+    "cv_folds": 3,
+    "clusters": [3, 5],
+    "clustering": ["kmeans"],
+    "thresholds": {"min_auc_ratio": 0.5, "max_loss": 0.8},
+}
+
+
+def _report_inputs(adult: AdultTable, policy: ReleasePolicy) -> dict:
+    """Everything :func:`privgate.core.report.build_report` takes, for one Adult release."""
+    from privgate.core import stages
+    from privgate.core.anonymize import SearchSetup
+    from privgate.core.utility import check_utility, measure_utility
+
+    setup = SearchSetup.from_policy(policy, adult.hierarchies)
+    [table] = stages.anonymize(adult.frame, setup)
+    utility = measure_utility(
+        adult.frame, table.frame, policy, adult.hierarchies, levels=table.result.levels
+    )
+    return {
+        "policy": policy,
+        "original": adult.frame,
+        "table": table,
+        "privacy_decision": stages.verify(table.frame, setup, len(adult.frame)),
+        "utility": utility,
+        "utility_decision": check_utility(utility, policy.utility.thresholds),
+        "hierarchies": adult.hierarchies,
+        "release_id": "2026-11-22-0123456789ab",
+        "run": {"run_id": "test", "policy_sha256": policy.fingerprint()},
+    }
+
+
+@pytest.fixture(scope="session")
+def adult_run(adult) -> dict:
+    """A published Adult release (k=5, 2 % suppression, l-diversity and t-closeness) with its
+    utility: the inputs of :func:`privgate.core.report.build_report`."""
+    policy = adult.policy.with_overrides(
+        **{
+            "utility": REPORT_UTILITY,
+            "privacy.l_diversity": [{"column": "salary-class", "l": 2}],
+            "privacy.t_closeness": [{"column": "salary-class", "t": 0.3}],
+        }
+    )
+    return _report_inputs(adult, policy)
+
+
+@pytest.fixture(scope="session")
+def adult_mondrian_run(adult_run, adult) -> dict:
+    """:func:`adult_run` with strict Mondrian and k-anonymity only."""
+    policy = adult_run["policy"].with_overrides(
+        **{"algorithm": {"name": "mondrian"}, "privacy.l_diversity": [], "privacy.t_closeness": []}
+    )
+    return _report_inputs(adult, policy)
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """The session's one Prefect test server (a temporary API and database).
+
+    Requested by the ``conftest.py`` of every folder whose tests run flows or tasks, so it
+    starts once, and only in a session that needs it. Prefect binds its console log handler
+    to the stream it first sees; a session fixture is set up before any test's own capture
+    (``capsys``), so that stream is pytest's session-wide one.
+    """
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=300):
+        yield
+
+
+@pytest.fixture
+def fresh_stages():
+    """Run stages afresh (ignoring cached results), e.g. when a test patches a stage."""
+    from prefect.settings import PREFECT_TASKS_REFRESH_CACHE, temporary_settings
+
+    with temporary_settings({PREFECT_TASKS_REFRESH_CACHE: True}):
+        yield
 
 
 @pytest.fixture(autouse=True)

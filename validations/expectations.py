@@ -38,7 +38,8 @@ from typing import Any
 
 import pandas as pd
 
-from privgate.core.exceptions import AnonymizationError, GateBlockedError, SchemaValidationError
+from privgate.core.anonymize import check_k
+from privgate.core.exceptions import GateBlockedError, SchemaValidationError
 from privgate.core.hierarchy import (
     SUPPRESSED,
     ARXHierarchy,
@@ -405,7 +406,7 @@ def build_input_suite(
         hierarchy = hierarchies.get(name)
         if isinstance(hierarchy, ARXHierarchy):
             domain: list = list(hierarchy.domain)
-            if spec.type in (ColumnType.INTEGER, ColumnType.FLOAT):
+            if spec.is_numeric:
                 domain = _numeric_domain(domain, spec.type)
             expectations.append(
                 _expectation(
@@ -778,7 +779,7 @@ def typed_view(frame: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     for name in frame.columns:
         column = frame[name]
         spec = policy.columns.get(str(name))
-        numeric = spec is not None and spec.type in (ColumnType.INTEGER, ColumnType.FLOAT)
+        numeric = spec is not None and spec.is_numeric
         if not numeric or pd.api.types.is_numeric_dtype(column.dtype):
             columns[name] = column
             continue
@@ -903,10 +904,7 @@ def raise_for_input(summary: Mapping[str, Any]) -> None:
     checks = {e["check"] for e in failed}
     k, rows = summary.get("k"), summary["rows"]
     if checks == {"row_count_k"} and k is not None and rows < k:
-        raise AnonymizationError(
-            f"privacy.k = {k} is larger than the table ({rows} rows): no release of it can "
-            f"be {k}-anonymous"
-        )
+        check_k(k, rows)  # raises AnonymizationError: no k-anonymous release exists
     message = (
         f"input fails {len(failed)} of {summary['evaluated']} expectation(s) of suite "
         f"{summary['suite']!r}: {describe_failures(summary)}"

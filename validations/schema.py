@@ -59,7 +59,7 @@ def _coverage_check(spec: ColumnSpec, hierarchy: Hierarchy) -> pa.Check | None:
     Interval hierarchies are covered by the dtype and the declared range. A cell that failed
     coercion is not judged here (the coercion failure already names it).
     """
-    numeric = spec.type in (ColumnType.INTEGER, ColumnType.FLOAT)
+    numeric = spec.is_numeric
     if isinstance(hierarchy, ARXHierarchy):
         domain = set(hierarchy.domain)
         name = _DOMAIN_CHECK

@@ -1,50 +1,129 @@
-"""Anonymization algorithms, one per private module.
+"""Anonymization algorithms behind one contract, one per private module.
 
-Full-domain algorithms (:class:`OptimalLattice`, :class:`Datafly`,
-:class:`MultiAttributeDatafly`) take a frequency set and return an
-:class:`AnonymizationResult` (one level per quasi-identifier plus suppressed records), which
-:func:`apply_generalization` turns into the release. :class:`Mondrian` recodes locally and
-returns the release itself. :func:`make_algorithm` builds a full-domain algorithm by its
-policy name.
+Every algorithm takes a :class:`SearchInput` (the table encoded along its hierarchies, plus the
+:class:`SearchSetup` with the privacy models built from the policy) and returns an
+:class:`AnonymizationResult`, from which :func:`release_table` builds the release. The registry
+:data:`ALGORITHMS` maps a policy's ``algorithm.name`` to its class; :func:`make_algorithm`
+builds the one a setup names.
+
+============================  ===========================================================
+``optimal``                   :class:`OptimalLattice`: least-loss full-domain generalization
+``datafly``                   :class:`Datafly`: Sweeney's greedy full-domain generalization
+``multi_attribute_datafly``   :class:`MultiAttributeDatafly`: Datafly, ties by skew
+``mondrian``                  :class:`Mondrian`: multidimensional local recoding
+``rfka``                      :class:`RFKA`: feature selection in ranking order
+``tiered``                    :class:`Tiered`: the optimal search once per ranking tier
+============================  ===========================================================
+
+A new algorithm is a module with an :class:`AnonymizationAlgorithm` subclass, one line in
+:data:`ALGORITHMS` and its name in :class:`privgate.core.policy.Algorithm`.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from privgate.core.anonymize._datafly import Datafly, MultiAttributeDatafly, approximation_degree
+from privgate.core.anonymize._bounds import ProjectionBounds
+from privgate.core.anonymize._contract import (
+    AnonymizationAlgorithm,
+    PlannedRelease,
+    RankedAttributes,
+    SearchInput,
+)
+from privgate.core.anonymize._datafly import (
+    Datafly,
+    MultiAttributeDatafly,
+    approximation_degree,
+    failing_tuples,
+)
+from privgate.core.anonymize._generalize import (
+    FullDomainAlgorithm,
+    apply_generalization,
+    generalization_result,
+)
 from privgate.core.anonymize._optimal import OptimalLattice
-from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.anonymize._release import release_columns, release_table, shuffle_rows
+from privgate.core.anonymize._result import AnonymizationResult, Generalization
+from privgate.core.anonymize._setup import SearchSetup, check_k
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.policy import Algorithm, ReleasePolicy
-from privgate.core.privacy import PrivacyModel
 
 __all__ = [
-    "FULL_DOMAIN_ALGORITHMS",
+    "ALGORITHMS",
+    "AnonymizationAlgorithm",
     "AnonymizationResult",
     "Datafly",
+    "FeatureSelection",
+    "FullDomainAlgorithm",
+    "Generalization",
     "Mondrian",
     "MondrianResult",
     "MultiAttributeDatafly",
     "OptimalLattice",
+    "PlannedRelease",
+    "ProjectionBounds",
+    "RFKA",
+    "RankedAttributes",
+    "SearchInput",
+    "SearchSetup",
+    "Tiered",
+    "TieredRelease",
+    "algorithm_class",
     "apply_generalization",
     "approximation_degree",
+    "check_k",
+    "failing_tuples",
+    "generalization_result",
+    "binarize",
+    "greedy_hamdist_select",
     "make_algorithm",
-    "require_full_domain",
+    "release_columns",
+    "release_table",
+    "full_domain_setup",
+    "rfka_release",
+    "rfka_select",
+    "select_releases",
+    "shuffle_rows",
+    "tiered_releases",
 ]
 
 if TYPE_CHECKING:
-    from privgate.core.anonymize._generalize import apply_generalization
+    from privgate.core.anonymize._hamdist import binarize, greedy_hamdist_select
     from privgate.core.anonymize._mondrian import Mondrian, MondrianResult
+    from privgate.core.anonymize._rfka import RFKA, FeatureSelection, rfka_release, rfka_select
+    from privgate.core.anonymize._tiered import (
+        Tiered,
+        TieredRelease,
+        select_releases,
+        tiered_releases,
+    )
 
-# The search engine needs only numpy; these two build pandas tables. They are imported on
-# first use so that `privgate anonymize` starts without paying for pandas' import (~0.9 s).
+#: Every algorithm a policy can name, as ``module:class``. The full-domain searches need only
+#: numpy; the others build pandas tables and are imported on first use, so that
+#: ``privgate anonymize`` starts without paying for pandas' import (~0.9 s).
+ALGORITHMS: dict[Algorithm, str] = {
+    Algorithm.OPTIMAL: "privgate.core.anonymize._optimal:OptimalLattice",
+    Algorithm.DATAFLY: "privgate.core.anonymize._datafly:Datafly",
+    Algorithm.MULTI_ATTRIBUTE_DATAFLY: "privgate.core.anonymize._datafly:MultiAttributeDatafly",
+    Algorithm.MONDRIAN: "privgate.core.anonymize._mondrian:Mondrian",
+    Algorithm.RFKA: "privgate.core.anonymize._rfka:RFKA",
+    Algorithm.TIERED: "privgate.core.anonymize._tiered:Tiered",
+}
+
 _LAZY = {
-    "apply_generalization": "privgate.core.anonymize._generalize",
+    "binarize": "privgate.core.anonymize._hamdist",
+    "greedy_hamdist_select": "privgate.core.anonymize._hamdist",
     "Mondrian": "privgate.core.anonymize._mondrian",
     "MondrianResult": "privgate.core.anonymize._mondrian",
+    "RFKA": "privgate.core.anonymize._rfka",
+    "FeatureSelection": "privgate.core.anonymize._rfka",
+    "rfka_release": "privgate.core.anonymize._rfka",
+    "rfka_select": "privgate.core.anonymize._rfka",
+    "Tiered": "privgate.core.anonymize._tiered",
+    "TieredRelease": "privgate.core.anonymize._tiered",
+    "select_releases": "privgate.core.anonymize._tiered",
+    "tiered_releases": "privgate.core.anonymize._tiered",
 }
 
 
@@ -54,40 +133,35 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-FULL_DOMAIN_ALGORITHMS = {
-    Algorithm.OPTIMAL: OptimalLattice,
-    Algorithm.DATAFLY: Datafly,
-    Algorithm.MULTI_ATTRIBUTE_DATAFLY: MultiAttributeDatafly,
-}
+def algorithm_class(name: Algorithm | str) -> type[AnonymizationAlgorithm]:
+    """The class registered under a policy's ``algorithm.name``."""
+    module, _, cls = ALGORITHMS[Algorithm(name)].partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
-def require_full_domain(policy: ReleasePolicy, where: str) -> None:
-    """Refuse, by name, a policy a full-domain-only path cannot release (``where`` says which).
+def make_algorithm(setup: SearchSetup) -> AnonymizationAlgorithm:
+    """The algorithm a setup names, configured with its models, limits and options."""
+    return algorithm_class(setup.algorithm).from_setup(setup)
 
-    The engine-only command and the Dask path run the full-domain searches; Mondrian, RFKA,
+
+def full_domain_setup(policy: ReleasePolicy, where: str) -> SearchSetup:
+    """The search setup of a policy a rows-free path can run, or a refusal naming ``where``.
+
+    The engine-only command and the Dask path search a frequency set and apply the levels
+    found to make one release, which only a full-domain algorithm
+    (:class:`FullDomainAlgorithm`) that plans a single release describes. Mondrian, RFKA,
     tiered and differentially private releases go through ``privgate run``.
     """
     if policy.is_differentially_private:
         raise AnonymizationError(
             f"a differential_privacy policy is not available in {where}; use `privgate run`"
         )
-    if policy.algorithm.name not in FULL_DOMAIN_ALGORITHMS:
+    setup = SearchSetup.from_policy(policy)
+    cls = algorithm_class(setup.algorithm)
+    one_release = cls.plan is AnonymizationAlgorithm.plan
+    if not (issubclass(cls, FullDomainAlgorithm) and one_release):
         raise AnonymizationError(
-            f"algorithm.name {policy.algorithm.name.value} is not available in {where} "
+            f"algorithm.name {setup.algorithm.value} is not available in {where} "
             "(full-domain algorithms only); use `privgate run`"
         )
-
-
-def make_algorithm(
-    name: Algorithm | str,
-    models: Sequence[PrivacyModel],
-    suppression_limit: float,
-    metric: str | None = None,
-) -> Datafly | OptimalLattice:
-    """The full-domain algorithm a policy names, configured with its privacy models."""
-    algorithm = Algorithm(name)
-    if algorithm not in FULL_DOMAIN_ALGORITHMS:
-        raise ValueError(f"{algorithm} is not a full-domain algorithm")
-    if algorithm is Algorithm.OPTIMAL:
-        return OptimalLattice(models, suppression_limit, metric=metric or "loss")
-    return FULL_DOMAIN_ALGORITHMS[algorithm](models, suppression_limit)
+    return setup

@@ -26,7 +26,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.anonymize._generalize import FullDomainAlgorithm
+from privgate.core.anonymize._result import Generalization
+from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.privacy import PrivacyModel
@@ -72,7 +74,7 @@ def failing_tuples(
     return _failing_mask(freq, levels, models)[0]
 
 
-class Datafly:
+class Datafly(FullDomainAlgorithm):
     """Sweeney's Datafly: generalize the attribute with the most distinct values first.
 
     Parameters
@@ -95,11 +97,15 @@ class Datafly:
         self.models = list(models)
         self.suppression_limit = suppression_limit
 
+    @classmethod
+    def from_setup(cls, setup: SearchSetup) -> Datafly:
+        return cls(setup.models, setup.suppression_limit)
+
     def _tie_break(self, freq: FrequencySet, codes: np.ndarray, tied: list[int]) -> int:
         """Among attributes tied on distinct values, the first in declaration order."""
         return tied[0]
 
-    def anonymize(self, freq: FrequencySet) -> AnonymizationResult:
+    def search(self, freq: FrequencySet) -> Generalization:
         """Search the generalization levels and the records to suppress.
 
         Raises
@@ -143,7 +149,7 @@ class Datafly:
             )
             levels[chosen] += 1
         suppressed = failing[freq.row_to_tuple]
-        return AnonymizationResult(
+        return Generalization(
             algorithm=self.name,
             levels=dict(zip(table.names, levels, strict=True)),
             suppressed=suppressed,

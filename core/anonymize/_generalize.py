@@ -1,91 +1,85 @@
-"""Apply an anonymization result to the table: the release as it will be written."""
+"""Full-domain generalization: what optimal search and Datafly share.
+
+A full-domain algorithm searches a frequency set for one generalization level per
+quasi-identifier (:meth:`FullDomainAlgorithm.search`, which needs no row: the Dask path runs it
+on a merged histogram). Through the contract, the levels found are applied to the encoded rows:
+every kept record's quasi-identifiers become their labels at those levels.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from abc import abstractmethod
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from privgate.core.anonymize._result import AnonymizationResult
-from privgate.core.encoding import EncodedTable
+from privgate.core.anonymize._contract import AnonymizationAlgorithm, SearchInput
+from privgate.core.anonymize._release import release_table
+from privgate.core.anonymize._result import AnonymizationResult, Generalization
+from privgate.core.encoding import EncodedTable, FrequencySet
 
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = [
+    "FullDomainAlgorithm",
+    "apply_generalization",
+    "generalization_result",
+    "generalized_labels",
+]
 
-def generalize_columns(
-    columns: Mapping[str, np.ndarray],
-    encoded: EncodedTable,
-    result: AnonymizationResult,
-    released_columns: Sequence[str],
+
+def generalized_labels(
+    encoded: EncodedTable, levels: dict[str, int], suppressed: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """Released columns as arrays: QIs as their labels, suppressed records removed.
+    """Each encoded quasi-identifier's label at its level, for every kept row (input order)."""
+    keep = ~np.asarray(suppressed, dtype=bool)
+    labels = {}
+    for col in encoded.columns:
+        level = levels[col.name]
+        labels[col.name] = col.labels[level][col.level_maps[level][col.codes[keep]]]
+    return labels
 
-    Works on any ``{column: array}`` mapping (no dataframe library needed); the order of the
-    kept rows is the input's.
-    """
-    keep = ~result.suppressed
-    by_name = {c.name: c for c in encoded.columns}
-    out: dict[str, np.ndarray] = {}
-    for name in released_columns:
-        if name in by_name:
-            col = by_name[name]
-            level = result.levels[name]
-            out[name] = col.labels[level][col.level_maps[level][col.codes[keep]]]
-        else:
-            out[name] = np.asarray(columns[name])[keep]
-    return out
+
+def generalization_result(
+    found: Generalization, encoded: EncodedTable, algorithm: str | None = None
+) -> AnonymizationResult:
+    """The contract's result of a full-domain generalization of the ``encoded`` rows."""
+    heights = dict(zip(encoded.names, encoded.heights, strict=True))
+    return AnonymizationResult(
+        algorithm=algorithm or found.algorithm,
+        covered=tuple(encoded.names),
+        suppressed=found.suppressed,
+        labels=generalized_labels(encoded, found.levels, found.suppressed),
+        transformation={q: f"level {lvl}/{heights[q]}" for q, lvl in found.levels.items()},
+        levels=dict(found.levels),
+        steps=found.steps,
+        details=dict(found.details),
+    )
 
 
 def apply_generalization(
-    df: pd.DataFrame,
+    frame: pd.DataFrame,
     encoded: EncodedTable,
-    result: AnonymizationResult,
+    found: Generalization,
     released_columns: Sequence[str],
-    shuffle_seed: int | None = None,
 ) -> pd.DataFrame:
-    """The release table: QIs replaced by their labels, suppressed records removed.
-
-    Parameters
-    ----------
-    df : DataFrame
-        The validated input (row order matching ``encoded``).
-    encoded : EncodedTable
-    result : AnonymizationResult
-    released_columns : sequence of str
-        Columns to keep, in order; direct identifiers are never among them.
-    shuffle_seed : int, optional
-        Permute the released rows so that their order does not reveal the input's order
-        (which may be sorted by a name or an id). ``None`` keeps the input order and the
-        input's index, so released rows can be matched with their originals.
-    """
-    import pandas as pd
-
-    keep = ~result.suppressed
-    arrays = generalize_columns(
-        {name: df[name].to_numpy() for name in released_columns if name in df},
-        encoded,
-        result,
-        released_columns,
-    )
-    qis = {c.name for c in encoded.columns}
-    release = pd.DataFrame(
-        {
-            name: pd.array(values, dtype="string") if name in qis else values
-            for name, values in arrays.items()
-        },
-        index=df.index[keep],
-    )
-    for name in released_columns:
-        if name not in qis:
-            release[name] = release[name].astype(df[name].dtype)
-    if shuffle_seed is not None:
-        release = shuffle_rows(release, shuffle_seed)
-    return release
+    """The release of a generalization found on ``encoded``'s frequency set, for experiments
+    that call :meth:`FullDomainAlgorithm.search` directly (benchmarks, tests): QIs replaced by
+    their labels, suppressed records removed, input order and index kept."""
+    return release_table(frame, generalization_result(found, encoded), released_columns)
 
 
-def shuffle_rows(release: pd.DataFrame, seed: int) -> pd.DataFrame:
-    """Rows in a seeded random order with a fresh index: the order reveals nothing."""
-    order = np.random.default_rng(seed).permutation(len(release))
-    return release.iloc[order].reset_index(drop=True)
+class FullDomainAlgorithm(AnonymizationAlgorithm):
+    """Global recoding: one level per quasi-identifier for the whole table, plus suppression."""
+
+    @abstractmethod
+    def search(self, freq: FrequencySet) -> Generalization:
+        """The levels and the suppressed records, found on the frequency set alone."""
+
+    def anonymize(self, data: SearchInput) -> AnonymizationResult:
+        freq = data.frequency_set
+        result = generalization_result(self.search(freq), data.encoded, self.name)
+        result.details["distinct_tuples"] = int(len(freq.counts))
+        return result

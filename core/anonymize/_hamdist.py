@@ -39,7 +39,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from privgate.core.anonymize._rfka import FeatureSelection, check_columns, check_k, select_in_order
+from privgate.core.anonymize._rfka import FeatureSelection, check_columns, select_in_order
+from privgate.core.anonymize._setup import check_k
 from privgate.core.exceptions import AnonymizationError
 
 __all__ = ["MISSING_LABEL", "binarize", "greedy_hamdist_select", "hamming_gain"]

@@ -42,17 +42,22 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privgate.core.encoding import ClassStats, encode_table
+from privgate.core.anonymize._contract import AnonymizationAlgorithm, SearchInput
+from privgate.core.anonymize._release import release_table
+from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.anonymize._setup import SearchSetup
+from privgate.core.encoding import ClassStats, EncodedTable, encode_table
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.hierarchy import SUPPRESSED, Hierarchy, value_key
-from privgate.core.privacy import PrivacyModel
+from privgate.core.privacy import PrivacyModel, sensitive_columns
 
 __all__ = ["Mondrian", "MondrianResult"]
 
 
 @dataclass(frozen=True)
 class MondrianResult:
-    """A local recoding: the release itself, since no per-column level describes it.
+    """What :meth:`Mondrian.anonymize_table` returns: the release itself, for use without a
+    policy (the pipeline takes the contract's :class:`AnonymizationResult` instead).
 
     Attributes
     ----------
@@ -179,7 +184,7 @@ def _numeric_dim(name: str, values: pd.Series) -> _NumericDim:
 # The algorithm
 
 
-class Mondrian:
+class Mondrian(AnonymizationAlgorithm):
     """Mondrian multidimensional local recoding (LeFevre, DeWitt and Ramakrishnan, ICDE 2006).
 
     Parameters
@@ -205,8 +210,8 @@ class Mondrian:
 
     Examples
     --------
-    >>> from core.hierarchy import taxonomy_hierarchy
-    >>> from core.privacy import KAnonymity
+    >>> from privgate.core.hierarchy import taxonomy_hierarchy
+    >>> from privgate.core.privacy import KAnonymity
     >>> df = pd.DataFrame({"age": [21, 23, 25, 41, 43, 45],
     ...                    "sex": ["M", "F", "M", "F", "M", "F"]})
     >>> sex = taxonomy_hierarchy("sex", {"any": ["M", "F"]})
@@ -225,6 +230,10 @@ class Mondrian:
         self.models = list(models)
         self.strict = bool(strict)
 
+    @classmethod
+    def from_setup(cls, setup: SearchSetup) -> Mondrian:
+        return cls(setup.models, strict=setup.strict)
+
     # -- preparing the table ---------------------------------------------------------------------
 
     def _check_against(
@@ -237,7 +246,7 @@ class Mondrian:
         qis = list(hierarchies)
         if not qis:
             raise ValueError("The 'hierarchies' parameter of Mondrian must name at least one QI")
-        sensitive = sorted({m.column for m in self.models if hasattr(m, "column")})
+        sensitive = sensitive_columns(self.models)
         absent = [c for c in [*qis, *sensitive] if c not in frame.columns]
         if absent:
             raise AnonymizationError(f"column(s) not in the table: {absent}")
@@ -264,21 +273,16 @@ class Mondrian:
         return qis, set(numeric), sensitive
 
     def _space(
-        self,
-        frame: pd.DataFrame,
-        hierarchies: Mapping[str, Hierarchy | None],
-        qis: list[str],
-        numeric: set[str],
-        sensitive: list[str],
+        self, rows: Mapping, encoded: EncodedTable, qis: Sequence[str], numeric: set[str]
     ) -> tuple[_Space, tuple[int, ...]]:
-        categorical = {q: hierarchies[q] for q in qis if q not in numeric}
-        encoded = encode_table(frame, categorical, sensitive)  # raises on uncovered values
+        """The dimensions to cut: numeric QIs from the rows, categorical ones from their
+        encoding along the hierarchy (numeric QIs need not be encoded)."""
         by_name = {c.name: c for c in encoded.columns}
         dims: list[_NumericDim | _CategoricalDim] = []
         top_levels: list[int] = []
         for q in qis:
             if q in numeric:
-                dims.append(_numeric_dim(q, frame[q]))
+                dims.append(_numeric_dim(q, pd.Series(rows[q])))
                 continue
             col = by_name[q]
             level_maps, labels = list(col.level_maps), list(col.labels)
@@ -423,29 +427,49 @@ class Mondrian:
             A categorical QI has missing values or values its hierarchy does not cover.
         """
         qis, numeric_set, sensitive = self._check_against(frame, hierarchies, numeric)
-        space, top_levels = self._space(frame, hierarchies, qis, numeric_set, sensitive)
-        n_rows = len(frame)
+        categorical = {q: hierarchies[q] for q in qis if q not in numeric_set}
+        encoded = encode_table(frame, categorical, sensitive)  # raises on uncovered values
+        result, sizes = self._partition(frame, encoded, qis, numeric_set)
+        release = release_table(frame, result, list(frame.columns))
+        return MondrianResult(release, result.details["partitions"], sizes)
+
+    def anonymize(self, data: SearchInput) -> AnonymizationResult:
+        """Partition the prepared table (numeric QIs cut at medians, the others along their
+        hierarchies); nothing is suppressed."""
+        numeric = {q for q in data.covered if q in data.setup.numeric}
+        result, _ = self._partition(data.rows, data.encoded, data.covered, numeric)
+        return result
+
+    def _partition(
+        self, rows: Mapping, encoded: EncodedTable, qis: Sequence[str], numeric: set[str]
+    ) -> tuple[AnonymizationResult, np.ndarray]:
+        """The regions, as the contract's result, and the release's class sizes."""
+        space, top_levels = self._space(rows, encoded, qis, numeric)
+        n_rows = len(rows[qis[0]])
         self._check_whole_table(space, n_rows)
 
         all_rows = np.arange(n_rows, dtype=np.int64)
         stack = [(all_rows, self._descend_all(space, all_rows, top_levels))]
         final: list[tuple[np.ndarray, tuple]] = []
         while stack:  # depth-first, on an explicit stack
-            rows, levels = stack.pop()
+            region_rows, levels = stack.pop()
             children = None
-            if len(rows) >= 2 * space.min_size:
-                children = self._split(space, rows, levels)
+            if len(region_rows) >= 2 * space.min_size:
+                children = self._split(space, region_rows, levels)
             if children is None:
-                final.append((rows, levels))
+                final.append((region_rows, levels))
             else:
                 stack.extend(reversed(children))
-        return self._result(frame, space, final)
+        return self._result(n_rows, space, final, tuple(qis))
 
-    @staticmethod
     def _result(
-        frame: pd.DataFrame, space: _Space, final: list[tuple[np.ndarray, tuple]]
-    ) -> MondrianResult:
-        region = np.empty(len(frame), dtype=np.int64)
+        self,
+        n_rows: int,
+        space: _Space,
+        final: list[tuple[np.ndarray, tuple]],
+        covered: tuple[str, ...],
+    ) -> tuple[AnonymizationResult, np.ndarray]:
+        region = np.empty(n_rows, dtype=np.int64)
         labels: list[list[str]] = [[] for _ in space.dims]
         for p, (rows, levels) in enumerate(final):
             region[rows] = p
@@ -454,13 +478,21 @@ class Mondrian:
                     labels[j].append(dim.label(rows))
                 else:
                     labels[j].append(dim.label(rows, levels[dim.slot]))
-        release = frame.copy()
-        for j, dim in enumerate(space.dims):
-            column = np.asarray(labels[j], dtype=object)[region]
-            release[dim.name] = pd.array(column, dtype="string")
         classes: dict[tuple[str, ...], int] = {}
         for p, (rows, _) in enumerate(final):
             key = tuple(labels[j][p] for j in range(len(space.dims)))
             classes[key] = classes.get(key, 0) + len(rows)
         sizes = np.fromiter(classes.values(), dtype=np.int64, count=len(classes))
-        return MondrianResult(release=release, partitions=len(final), class_sizes=sizes)
+        result = AnonymizationResult(
+            algorithm=self.name,
+            covered=covered,
+            suppressed=np.zeros(n_rows, dtype=bool),
+            labels={
+                dim.name: np.asarray(labels[j], dtype=object)[region]
+                for j, dim in enumerate(space.dims)
+            },
+            transformation={q: "local recoding (one box per region)" for q in covered},
+            levels=None,
+            details={"partitions": len(final), "strict": self.strict, "classes": len(sizes)},
+        )
+        return result, sizes

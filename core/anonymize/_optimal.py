@@ -38,8 +38,10 @@ import numpy as np
 
 from privgate.core.anonymize._bounds import ProjectionBounds
 from privgate.core.anonymize._datafly import failing_tuples
+from privgate.core.anonymize._generalize import FullDomainAlgorithm
 from privgate.core.anonymize._lattice import NodeChecker
-from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.anonymize._result import Generalization
+from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.metrics import LossMetric, make_metric
@@ -58,7 +60,7 @@ def _tied(a: float, b: float) -> bool:
     return abs(a - b) <= _TIE * max(1.0, abs(a), abs(b))
 
 
-class OptimalLattice:
+class OptimalLattice(FullDomainAlgorithm):
     """Optimal full-domain generalization with record suppression.
 
     Parameters
@@ -74,12 +76,10 @@ class OptimalLattice:
         Attributes per projection in the suppression bounds (see :class:`ProjectionBounds`);
         computed once per frequency set and reused by later searches on it.
 
-    Attributes
-    ----------
-    loss_ : float
-        The optimum's metric value.
-    evaluations_ : int
-        Nodes whose equivalence classes were computed.
+    Notes
+    -----
+    The optimum's metric value, the nodes evaluated and the bounds' effect are in the
+    ``details`` of the result (``loss``, ``evaluated``, ``candidates_after_bounds``).
     """
 
     name = "optimal"
@@ -100,6 +100,10 @@ class OptimalLattice:
         self.metric = metric
         self.bounds_arity = bounds_arity
 
+    @classmethod
+    def from_setup(cls, setup: SearchSetup) -> OptimalLattice:
+        return cls(setup.models, setup.suppression_limit, metric=setup.metric)
+
     def _bounds(self, freq: FrequencySet) -> ProjectionBounds:
         """Projection bounds of ``freq``, computed once per frequency set and reused."""
         key = ("projection_bounds", self.bounds_arity)
@@ -116,7 +120,7 @@ class OptimalLattice:
         ]
         return metric.prepare(freq.table.columns, frequencies, freq.table.n_rows, min_class_size)
 
-    def anonymize(self, freq: FrequencySet) -> AnonymizationResult:
+    def search(self, freq: FrequencySet) -> Generalization:
         """Find the optimal node and the records it suppresses.
 
         Raises
@@ -235,7 +239,7 @@ class OptimalLattice:
         levels = [int(v) for v in nodes[best_node]]
         suppressed_tuples = failing_tuples(freq, levels, self.models)
         names = freq.table.names
-        return AnonymizationResult(
+        return Generalization(
             algorithm=self.name,
             levels=dict(zip(names, levels, strict=True)),
             suppressed=suppressed_tuples[freq.row_to_tuple],

@@ -27,9 +27,15 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from privgate.core.anonymize._contract import AnonymizationAlgorithm, SearchInput
+from privgate.core.anonymize._release import release_table
+from privgate.core.anonymize._result import AnonymizationResult
+from privgate.core.anonymize._setup import SearchSetup, check_k
 from privgate.core.exceptions import AnonymizationError
+from privgate.core.privacy import KAnonymity
 
 __all__ = [
+    "RFKA",
     "SUPPRESSED",
     "FeatureSelection",
     "ProjectionClasses",
@@ -124,17 +130,6 @@ def column_codes(values: pd.Series) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64, copy=False), len(uniques)
 
 
-def check_k(k: int, n_rows: int) -> None:
-    """Refuse a ``k`` no projection of an ``n_rows``-row table can meet."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise AnonymizationError(f"privacy.k = {k!r} must be an integer >= 1")
-    if k > n_rows:
-        raise AnonymizationError(
-            f"privacy.k = {k} is larger than the table ({n_rows} rows): no projection of it "
-            f"can be {k}-anonymous"
-        )
-
-
 def select_in_order(
     candidates: Iterable[tuple[str, np.ndarray, int, dict]],
     n_rows: int,
@@ -227,7 +222,7 @@ def rfka_select(frame: pd.DataFrame, order: Sequence[str], k: int) -> FeatureSel
     """
     started = time.perf_counter()
     order = check_columns(frame, order, "rfka order")
-    check_k(k, len(frame))
+    check_k(int(k) if isinstance(k, np.integer) else k, len(frame))
     candidates = ((name, *column_codes(frame[name]), {}) for name in order)
     kept, rejected, steps, smallest = select_in_order(candidates, len(frame), k)
     return FeatureSelection(
@@ -241,13 +236,79 @@ def rfka_select(frame: pd.DataFrame, order: Sequence[str], k: int) -> FeatureSel
     )
 
 
+def _select(
+    frame: pd.DataFrame, order: Sequence[str], k: int, covered: Sequence[str]
+) -> tuple[AnonymizationResult, FeatureSelection]:
+    """RFKA's transformation: the selected attributes kept, every other covered one ``*``."""
+    selection = rfka_select(frame, order, k)
+    n_rows = len(frame)
+    rejected = set(selection.rejected)
+    result = AnonymizationResult(
+        algorithm=RFKA.name,
+        covered=tuple(covered),
+        suppressed=np.zeros(n_rows, dtype=bool),
+        labels={q: np.full(n_rows, SUPPRESSED, dtype=object) for q in covered if q in rejected},
+        transformation={q: "suppressed (*)" if q in rejected else "kept" for q in covered},
+        levels=None,
+        steps=selection.steps,
+        details={
+            "kept": selection.kept,
+            "suppressed_attributes": selection.rejected,
+            "smallest_class": selection.smallest_class,
+        },
+    )
+    return result, selection
+
+
+class RFKA(AnonymizationAlgorithm):
+    """RFKA: keep attributes in order of importance while the projection stays k-anonymous.
+
+    Parameters
+    ----------
+    k : int
+        Every class of the projection on the kept attributes has at least ``k`` records.
+
+    Notes
+    -----
+    Feature selection guarantees k-anonymity only: no record is suppressed and no other
+    privacy model is searched for, so :meth:`from_setup` refuses a setup that asks for more
+    (a policy with them is already refused when it loads).
+    """
+
+    name = "rfka"
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    @classmethod
+    def from_setup(cls, setup: SearchSetup) -> RFKA:
+        others = [str(m) for m in setup.models if not isinstance(m, KAnonymity)]
+        if others or setup.suppression_limit:
+            raise AnonymizationError(
+                "rfka selects attributes for k-anonymity only, without record suppression; "
+                f"it cannot guarantee {others or 'a suppression limit'}"
+            )
+        return cls(setup.k)
+
+    def anonymize(self, data: SearchInput) -> AnonymizationResult:
+        """Select among the covered quasi-identifiers, in the ranking's order."""
+        ranking = data.require_ranking(self.name)
+        order = [q for q in ranking.order if q in set(data.covered)]
+        unranked = [q for q in data.covered if q not in set(order)]
+        if unranked:
+            raise AnonymizationError(f"rfka: quasi-identifiers {unranked} are not ranked")
+        frame = pd.DataFrame({q: data.rows[q] for q in data.covered})
+        return _select(frame, order, self.k, data.covered)[0]
+
+
 def rfka_release(
     frame: pd.DataFrame,
     order: Sequence[str],
     k: int,
     released_columns: Sequence[str] | None = None,
 ) -> tuple[pd.DataFrame, FeatureSelection]:
-    """The RFKA release: kept attributes as they are, the other ranked ones suppressed.
+    """The RFKA release of a table without a policy: kept attributes as they are, the other
+    ranked ones suppressed (the same transformation :class:`RFKA` returns).
 
     Parameters
     ----------
@@ -258,9 +319,7 @@ def rfka_release(
     released_columns : sequence of str, optional
         The columns of the release, in order (default: all of ``frame``'s). Those in ``order``
         that were not kept hold :data:`SUPPRESSED` (``"*"``) in every row, as ``string``
-        dtype; the schema stays the same whatever is kept, and a group-by over all
-        quasi-identifiers (the gate's check) sees the same classes as the selection did.
-        Columns outside ``order`` (for example the target) are released unchanged.
+        dtype; columns outside ``order`` (for example the target) are released unchanged.
 
     Returns
     -------
@@ -276,10 +335,6 @@ def rfka_release(
     columns = check_columns(
         frame, frame.columns if released_columns is None else released_columns, "released"
     )
-    selection = rfka_select(frame, order, k)
-    suppressed = set(selection.rejected)
-    release = frame.loc[:, columns].copy()
-    for name in columns:
-        if name in suppressed:
-            release[name] = pd.Series(SUPPRESSED, index=release.index, dtype="string")
-    return release, selection
+    order = check_columns(frame, order, "rfka order")
+    result, selection = _select(frame, order, k, order)
+    return release_table(frame, result, columns), selection

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -41,8 +41,18 @@ from privgate.core.utility import (
     encode_features,
 )
 
-if TYPE_CHECKING:
-    from privgate.core.dp.dpheter import DPHeterResult
+
+class _PartitionedRelease(Protocol):
+    """What the clustering reads of a :class:`privgate.core.dp.dpheter.DPHeterResult`
+    (declared here, not imported: the algorithm's module imports this one)."""
+
+    cuts: dict
+    attributes: Sequence[str]
+    table: pd.DataFrame
+    _routers: Any
+
+    def partition_index(self, frame: pd.DataFrame) -> np.ndarray: ...
+
 
 __all__ = ["cluster_class_labels", "cluster_release"]
 
@@ -102,7 +112,7 @@ class _Space:
             blocks.append(block)
         return np.hstack(blocks)
 
-    def encode_release(self, result: DPHeterResult) -> tuple[list[np.ndarray], list[str]]:
+    def encode_release(self, result: _PartitionedRelease) -> tuple[list[np.ndarray], list[str]]:
         """One block per released attribute: a row per element of its final cut."""
         routers = dict(result._routers)
         blocks, names = [], []
@@ -196,7 +206,7 @@ def cluster_class_labels(
 
 
 def cluster_release(
-    result: DPHeterResult,
+    result: _PartitionedRelease,
     frame: pd.DataFrame,
     n_clusters: int,
     method: str = "kmeans",

@@ -21,12 +21,12 @@ from privgate.core.dp.gate import verify_dp_release
 from privgate.core.dp.ledger import BudgetLedger, configured_ledger_url, ledger_exists
 from privgate.core.dp.release import COUNT_COLUMN, DPTable, expected_absolute_noise, open_ledger
 from privgate.core.gate import GateDecision
+from privgate.core.manifest import output_facts, package_version
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import (
     StagedRelease,
     discard,
     make_release_id,
-    sha256_file,
     stage_release,
 )
 
@@ -172,15 +172,10 @@ def build_dp_manifest(
         "release_id": release_id,
         "dataset": policy.dataset,
         "release_date": release_date.isoformat(),
-        "privgate_version": _package_version(),
+        "privgate_version": package_version(),
         "python": platform.python_version(),
         "input": {"path": str(policy.input.path)},
-        "output": {
-            "file": staged.release_file.name,
-            "sha256": sha256_file(staged.release_file),
-            "rows": len(table.frame),
-            "columns": list(table.frame.columns),
-        },
+        "output": output_facts(staged, table.frame),
         "policy": policy.model_dump(mode="json"),
         "policy_sha256": policy.fingerprint(),
         "differential_privacy": {
@@ -199,15 +194,6 @@ def build_dp_manifest(
         "utility": utility or {},
         "gate": decision.to_dict(),
     }
-
-
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("privgate")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def plain_words(table: DPTable) -> list[str]:

@@ -110,7 +110,7 @@ def declared_domains(policy: ReleasePolicy, hierarchies: dict[str, Hierarchy]) -
     integer = set()
     for name in policy.quasi_identifiers:
         spec = policy.columns[name]
-        if spec.type in (ColumnType.INTEGER, ColumnType.FLOAT):
+        if spec.is_numeric:
             numeric[name] = (float(spec.minimum), float(spec.maximum))
             if spec.type is ColumnType.INTEGER:
                 integer.add(name)

@@ -7,7 +7,7 @@ Each model is a frozen value that checks equivalence classes summarized as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from privgate.core.policy import PrivacySpec
@@ -40,7 +40,14 @@ __all__ = [
     "class_entropies",
     "hierarchical_distances",
     "models_from_policy",
+    "sensitive_columns",
 ]
+
+
+def sensitive_columns(models: Sequence[PrivacyModel]) -> list[str]:
+    """The sensitive columns the models read (each l-diversity or t-closeness model names its
+    own ``column``), sorted; k-anonymity and the risk models read none."""
+    return sorted({m.column for m in models if getattr(m, "column", None) is not None})
 
 
 def models_from_policy(

@@ -150,10 +150,10 @@ def _privacy_section(
     decision: Mapping,
     models: Sequence,
 ) -> dict:
-    from privgate.core.privacy import class_distances, hierarchical_distances
+    from privgate.core.privacy import class_distances, hierarchical_distances, sensitive_columns
 
     qis = policy.quasi_identifiers
-    sensitive = sorted({m.column for m in models if hasattr(m, "column")})
+    sensitive = sensitive_columns(models)
     present = [c for c in [*qis, *sensitive] if c in release.columns]
     criteria = []
     achieved = decision.get("measurements", {}).get("achieved", {})
@@ -244,6 +244,7 @@ def build_report(
     utility_decision: Any | None = None,
     hierarchies: Mapping[str, Any] | None = None,
     run: Mapping[str, Any] | None = None,
+    setup: Any | None = None,
 ) -> ReleaseReport:
     """Gather a :class:`ReleaseReport` from a run's stage outputs.
 
@@ -263,11 +264,14 @@ def build_report(
         For the hierarchy heights of the transformation (and hierarchical t-closeness).
     run : mapping, optional
         Run metadata shown as is (run id, dates, versions, fingerprints, paths).
+    setup : SearchSetup, optional
+        The run's search setup (its privacy models); built from the policy when not given.
     """
-    from privgate.core.hierarchy import sensitive_hierarchies_for
-    from privgate.core.privacy import models_from_policy
+    from privgate.core.anonymize import SearchSetup
 
-    models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
+    if setup is None:
+        setup = SearchSetup.from_policy(policy, hierarchies)
+    models = list(setup.models)
     decision = privacy_decision.to_dict()
     udecision = utility_decision.to_dict() if utility_decision is not None else None
     blocked_by = []

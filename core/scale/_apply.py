@@ -9,13 +9,14 @@ the failing classes. No per-row array crosses partitions.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from privgate.core.anonymize._datafly import failing_tuples
+from privgate.core.anonymize import failing_tuples
 from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import HierarchyError
 from privgate.core.privacy import PrivacyModel
@@ -184,20 +185,20 @@ def _meta(frame, plan: GeneralizationPlan) -> pd.DataFrame:
     return pd.DataFrame(meta)
 
 
-def _apply(frame, plan, shuffle_seed, partition_info=None):
-    seed = None
-    if shuffle_seed is not None:
-        number = partition_info["number"] if partition_info else 0
-        seed = int(np.random.SeedSequence([shuffle_seed, number]).generate_state(1)[0])
+def _apply(frame, plan, root_seed, partition_info=None):
+    number = partition_info["number"] if partition_info else 0
+    seed = int(np.random.SeedSequence([root_seed, number]).generate_state(1)[0])
     return generalize_partition(frame, plan, seed)
 
 
 def generalize_frame(frame, plan: GeneralizationPlan, shuffle_seed: int | None = None):
     """The release as a lazy dask DataFrame (``map_partitions`` of :func:`generalize_partition`).
 
-    Partitions keep the input's order; with ``shuffle_seed`` the rows within each partition are
-    permuted with a seed derived from ``shuffle_seed`` and the partition number.
+    The rows within each partition are permuted with a seed derived from a root seed and the
+    partition number. The root is ``shuffle_seed`` when given (a test reproducing an order),
+    else drawn from the operating system's entropy, so nothing published lets anyone recompute
+    the permutation. Partitions keep the input's order: a row's partition (its block of the
+    input) is not hidden.
     """
-    return frame.map_partitions(
-        _apply, plan, shuffle_seed, meta=_meta(frame, plan), align_dataframes=False
-    )
+    root = secrets.randbits(64) if shuffle_seed is None else shuffle_seed
+    return frame.map_partitions(_apply, plan, root, meta=_meta(frame, plan), align_dataframes=False)

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from privgate.core.encoding import EncodedTable, FrequencySet, _encode_qi
+from privgate.core.encoding import EncodedTable, FrequencySet, encode_column
 from privgate.core.exceptions import HierarchyError
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.scale._histogram import PartialHistogram
@@ -72,7 +72,7 @@ def frequency_set_from_histogram(
             )
         # The distinct values as a column of their own: the same hierarchy mapping as
         # encode_table's, applied once per distinct value instead of once per table.
-        encoded = _encode_qi(name, histogram.values[j], hierarchies[name])
+        encoded = encode_column(name, histogram.values[j], hierarchies[name])
         columns.append(replace(encoded, codes=np.zeros(0, dtype=np.int32)))
     parts = [histogram.tuples[:, j].astype(np.int64) for j in range(q)]
     sensitive_values = {}

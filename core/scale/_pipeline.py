@@ -8,13 +8,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from privgate.core.anonymize import AnonymizationResult, make_algorithm, require_full_domain
+from privgate.core.anonymize import (
+    FullDomainAlgorithm,
+    Generalization,
+    SearchSetup,
+    full_domain_setup,
+    make_algorithm,
+)
 from privgate.core.encoding import FrequencySet
-from privgate.core.exceptions import AnonymizationError, GateBlockedError
+from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
-from privgate.core.hierarchy import hierarchies_for, sensitive_hierarchies_for
 from privgate.core.policy import ReleasePolicy
-from privgate.core.privacy import models_from_policy
 from privgate.core.scale._apply import GeneralizationPlan, generalize_frame, plan_generalization
 from privgate.core.scale._dictionary import frequency_set_from_histogram
 from privgate.core.scale._frequency import histogram_of, read_input
@@ -25,6 +29,7 @@ __all__ = [
     "anonymize_dask",
     "frequency_stage",
     "publish_stage",
+    "scale_setup",
     "search_stage",
     "verify_stage",
     "write_stage",
@@ -41,78 +46,65 @@ class ScaleRun:
     summary: dict = field(default_factory=dict)
 
 
-def _needed_columns(policy: ReleasePolicy, sensitive: list[str]) -> list[str]:
-    wanted = [*policy.quasi_identifiers, *sensitive, *policy.released_columns]
+def scale_setup(policy: ReleasePolicy) -> SearchSetup:
+    """The policy's search setup, refused by name unless the Dask path can run it."""
+    return full_domain_setup(policy, "the Dask path")
+
+
+def _needed_columns(setup: SearchSetup) -> list[str]:
+    wanted = [*setup.quasi_identifiers, *setup.sensitive, *setup.released_columns]
     return list(dict.fromkeys(wanted))
 
 
-def _models_and_sensitive(policy: ReleasePolicy):
-    models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
-    sensitive = sorted({m.column for m in models if hasattr(m, "column")})
-    return models, sensitive
-
-
-def frequency_stage(policy: ReleasePolicy, blocksize: str | int = "64MB") -> FrequencySet:
+def frequency_stage(
+    policy: ReleasePolicy, setup: SearchSetup, blocksize: str | int = "64MB"
+) -> FrequencySet:
     """Read the input partition by partition and return its merged frequency set."""
-    require_full_domain(policy, "the Dask path")
-    _, sensitive = _models_and_sensitive(policy)
-    frame = read_input(policy.input, _needed_columns(policy, sensitive), blocksize)
-    hierarchies = hierarchies_for(policy)
-    histogram = histogram_of(frame, [*hierarchies, *sensitive])
-    freq = frequency_set_from_histogram(histogram, hierarchies, sensitive)
-    k = policy.privacy.k
-    if k > freq.table.n_rows:
-        raise AnonymizationError(
-            f"privacy.k = {k} is larger than the table ({freq.table.n_rows} rows): no release "
-            f"of it can be {k}-anonymous"
-        )
+    frame = read_input(policy.input, _needed_columns(setup), blocksize)
+    histogram = histogram_of(frame, [*setup.quasi_identifiers, *setup.sensitive])
+    freq = frequency_set_from_histogram(histogram, setup.hierarchies, setup.sensitive)
+    setup.check_feasible(freq.table.n_rows)
     return freq
 
 
 def search_stage(
-    freq: FrequencySet, policy: ReleasePolicy
-) -> tuple[GeneralizationPlan, AnonymizationResult]:
+    freq: FrequencySet, setup: SearchSetup
+) -> tuple[GeneralizationPlan, Generalization]:
     """The lattice search on the merged frequency set (one node), and the plan it implies."""
-    require_full_domain(policy, "the Dask path")
-    models, _ = _models_and_sensitive(policy)
-    algorithm = make_algorithm(
-        policy.algorithm.name,
-        models,
-        policy.privacy.suppression_limit,
-        metric=policy.algorithm.metric,
-    )
-    result = algorithm.anonymize(freq)
-    plan = plan_generalization(freq, result.levels, models, policy.released_columns)
-    return plan, result
+    algorithm = make_algorithm(setup)
+    assert isinstance(algorithm, FullDomainAlgorithm)  # scale_setup checked it
+    found = algorithm.search(freq)
+    plan = plan_generalization(freq, found.levels, list(setup.models), setup.released_columns)
+    return plan, found
 
 
 def write_stage(
     plan: GeneralizationPlan,
     policy: ReleasePolicy,
+    setup: SearchSetup,
     staging: str | Path,
     blocksize: str | int = "64MB",
-    shuffle_seed: int | None = 0,
+    shuffle_seed: int | None = None,
 ) -> Path:
-    """Generalize every partition (``map_partitions``) and write them as Parquet parts."""
-    _, sensitive = _models_and_sensitive(policy)
-    frame = read_input(policy.input, _needed_columns(policy, sensitive), blocksize)
+    """Generalize every partition (``map_partitions``) and write them as Parquet parts.
+
+    The rows of every partition are permuted (``shuffle_seed`` reproduces an order in a test;
+    by default the permutation comes from the operating system's entropy).
+    """
+    frame = read_input(policy.input, _needed_columns(setup), blocksize)
     release = generalize_frame(frame, plan, shuffle_seed)
     staging = Path(staging)
     release.to_parquet(str(staging), write_index=False, write_metadata_file=False)
     return staging
 
 
-def verify_stage(staging: str | Path, policy: ReleasePolicy, input_rows: int) -> GateDecision:
+def verify_stage(staging: str | Path, setup: SearchSetup, input_rows: int) -> GateDecision:
     """The gate on the written parts, computed partition by partition."""
-    models, _ = _models_and_sensitive(policy)
     return verify_parquet_release(
         staging,
-        policy.quasi_identifiers,
-        models,
-        input_rows=input_rows,
-        suppression_limit=policy.privacy.suppression_limit,
-        expected_columns=policy.released_columns,
-        forbidden_columns=policy.identifiers,
+        list(setup.quasi_identifiers),
+        list(setup.models),
+        **setup.gate_limits(input_rows),
     )
 
 
@@ -131,7 +123,7 @@ def anonymize_dask(
     output: str | Path,
     *,
     blocksize: str | int = "64MB",
-    shuffle_seed: int | None = 0,
+    shuffle_seed: int | None = None,
 ) -> ScaleRun:
     """Anonymize the policy's input into a partitioned Parquet release folder ``output``.
 
@@ -156,22 +148,23 @@ def anonymize_dask(
     staging = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     timings: dict[str, float] = {}
+    setup = scale_setup(policy)
 
     mark = time.perf_counter()
-    freq = frequency_stage(policy, blocksize)
+    freq = frequency_stage(policy, setup, blocksize)
     timings["ingest_frequency"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    plan, result = search_stage(freq, policy)
+    plan, result = search_stage(freq, setup)
     timings["search"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    write_stage(plan, policy, staging, blocksize, shuffle_seed)
+    write_stage(plan, policy, setup, staging, blocksize, shuffle_seed)
     timings["generalize_write"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
     n_rows = freq.table.n_rows
-    decision = verify_stage(staging, policy, n_rows)
+    decision = verify_stage(staging, setup, n_rows)
     timings["verify"] = time.perf_counter() - mark
 
     publish_stage(staging, output, decision)

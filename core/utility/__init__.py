@@ -1,8 +1,7 @@
 """Utility of a release: what it keeps of the original table, measured and gated.
 
 * :func:`measure_utility` runs every measure a policy's ``utility`` section asks for on a
-  release and its original rows (matched by index, see :func:`align_release`) and returns a
-  :class:`UtilityReport`;
+  release and its original rows (matched by index) and returns a :class:`UtilityReport`;
 * :func:`check_utility` evaluates the policy's thresholds on it and returns a
   :class:`UtilityDecision`, which blocks the release like a privacy gate does.
 
@@ -42,7 +41,6 @@ from privgate.core.utility._encoding import (
 from privgate.core.utility._gate import UtilityDecision, check_utility
 from privgate.core.utility._measure import (
     UtilityReport,
-    align_release,
     measure_utility,
     utility_spec,
 )
@@ -58,7 +56,6 @@ __all__ = [
     "ModelScore",
     "UtilityDecision",
     "UtilityReport",
-    "align_release",
     "check_utility",
     "classification_utility",
     "cluster_labels",

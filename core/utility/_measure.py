@@ -6,18 +6,17 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from privgate.core.hierarchy import Hierarchy
-from privgate.core.policy import ColumnType, ReleasePolicy, Role, UtilitySpec
+from privgate.core.policy import ReleasePolicy, Role, UtilitySpec
 from privgate.core.utility._classification import ClassificationUtility, classification_utility
 from privgate.core.utility._clustering import ClusteringUtility, clustering_utility
 from privgate.core.utility._distribution import distribution_distances
 from privgate.core.utility._encoding import describe_domains
 from privgate.core.utility._metrics import release_metrics
 
-__all__ = ["UtilityReport", "align_release", "measure_utility", "utility_spec"]
+__all__ = ["UtilityReport", "measure_utility", "utility_spec"]
 
 
 @dataclass(frozen=True)
@@ -75,55 +74,6 @@ def utility_spec(policy: ReleasePolicy) -> UtilitySpec:
     return UtilitySpec(models=[], clusters=[], clustering=[])
 
 
-def align_release(
-    release: pd.DataFrame,
-    original_index: pd.Index,
-    suppressed: np.ndarray,
-    shuffle_seed: int | None,
-) -> pd.DataFrame:
-    """The release with each row's index set back to its original record's index.
-
-    :func:`core.stages.anonymize` drops the suppressed records, keeps the input's row order, and
-    then (with a ``shuffle_seed``) permutes the rows with
-    :func:`core.anonymize._generalize.shuffle_rows` and resets the index, so that the published
-    order reveals nothing. The same permutation applied to the kept records' original index
-    restores the match, which the clustering comparison and the paired classification need;
-    the rows themselves are not reordered.
-
-    Parameters
-    ----------
-    release : DataFrame
-        ``AnonymizedTable.frame``.
-    original_index : Index
-        The index of the table that was anonymized.
-    suppressed : ndarray of bool, shape (len(original_index),)
-        ``AnonymizedTable.result.suppressed`` (all ``False`` for Mondrian).
-    shuffle_seed : int or None
-        The seed given to :func:`core.stages.anonymize` (``None``: rows were not shuffled and
-        already carry their original index).
-    """
-    from privgate.core.anonymize._generalize import shuffle_rows
-
-    suppressed = np.asarray(suppressed, dtype=bool)
-    if len(suppressed) != len(original_index):
-        raise ValueError(
-            f"'suppressed' has {len(suppressed)} entries for {len(original_index)} original rows"
-        )
-    kept = original_index[~suppressed]
-    if len(kept) != len(release):
-        raise ValueError(
-            f"the release has {len(release)} rows but {len(kept)} original records were kept"
-        )
-    if shuffle_seed is None:
-        if not release.index.equals(kept):
-            raise ValueError("an unshuffled release must carry its kept records' index")
-        return release
-    order = shuffle_rows(pd.DataFrame({"i": np.arange(len(kept))}), shuffle_seed)["i"]
-    aligned = release.copy(deep=False)
-    aligned.index = kept[order.to_numpy()]
-    return aligned
-
-
 def measure_utility(
     original: pd.DataFrame,
     release: pd.DataFrame,
@@ -139,7 +89,9 @@ def measure_utility(
     original : DataFrame
         The validated input.
     release : DataFrame
-        The release, each row indexed by its original record (see :func:`align_release`).
+        The release, each row indexed by its original record (as
+        :func:`privgate.core.stages.anonymize` returns it: rows are shuffled only when
+        written).
     policy : ReleasePolicy
         Its ``utility`` section sets the target, models, folds, sample, clusters; without one,
         only loss, the engine's metrics and total variation are measured
@@ -158,11 +110,7 @@ def measure_utility(
     started = time.perf_counter()
     spec = utility_spec(policy)
     qis = policy.quasi_identifiers
-    numeric = {
-        c
-        for c in policy.released_columns
-        if policy.columns[c].type in (ColumnType.INTEGER, ColumnType.FLOAT)
-    }
+    numeric = {c for c in policy.released_columns if policy.columns[c].is_numeric}
     released = policy.released_columns
     domains = describe_domains(
         original, {c: hierarchies.get(c) if c in qis else None for c in released}, numeric

@@ -1,27 +1,24 @@
 """Fixtures of the bad-input corpus: a small valid table and policy, and ways to run them.
 
 Every bad file is generated from code into ``tmp_path`` (no binary fixtures are committed).
-The CLI runs in-process; errors found after Prefect has started need the same session-wide
-test harness as ``tests/flows`` (started before any test captures output: Prefect's console
-log handler keeps the stream it first sees).
+The CLI runs in-process; errors found after Prefect has started need the session's Prefect
+test server (``prefect_harness``, shared with ``tests/flows``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from bad_input_corpus import GOOD_ROWS, POLICY_YAML, Case, csv_text
 
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
-import prefect  # noqa: E402,F401  (after the environment is set; see the module docstring)
-from bad_input_corpus import GOOD_ROWS, POLICY_YAML, Case, csv_text  # noqa: E402
+@pytest.fixture(autouse=True)
+def _prefect(prefect_harness):
+    yield
 
 
 @pytest.fixture
@@ -75,16 +72,3 @@ def _no_ingest_retries(monkeypatch):
     monkeypatch.setattr(
         flows_release, "ingest_task", flows_release.ingest_task.with_options(retries=0)
     )
-
-
-@pytest.fixture(scope="session")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=300):
-        yield
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _harness_before_capture(prefect_harness):
-    yield

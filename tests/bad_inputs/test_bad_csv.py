@@ -16,6 +16,7 @@ import pytest
 from bad_input_corpus import GOOD_ROWS, HEADER, Case, csv_text, sha256
 
 from privgate.core import stages
+from privgate.core.anonymize import SearchSetup
 from privgate.core.exceptions import (
     AnonymizationError,
     HierarchyError,
@@ -197,7 +198,7 @@ def run_stages(policy_path: Path) -> None:
     ingested = stages.ingest(policy)
     validated = validate_input(ingested.frame, policy, hierarchies)
     raise_for_input(validate_input_expectations(validated, policy, hierarchies))
-    stages.anonymize(validated, policy, hierarchies)
+    stages.anonymize(validated, SearchSetup.from_policy(policy, hierarchies))[-1]
 
 
 @pytest.mark.parametrize("name", list(CORPUS))

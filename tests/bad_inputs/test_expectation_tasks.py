@@ -10,6 +10,7 @@ from bad_input_corpus import GOOD_ROWS, csv_text
 from prefect import flow
 
 from privgate.core import stages
+from privgate.core.anonymize import SearchSetup
 from privgate.core.policy import load_policy
 from privgate.tasks.expectations import input_expectations_task, release_expectations_task
 from privgate.validations.expectations import InputContractError, ReleaseContractError
@@ -44,14 +45,14 @@ def _release_flow(policy_path: str, staging: str, tamper: bool = False) -> dict:
     ingested = stages.ingest(policy)
     frame = validate_input(ingested.frame, policy, hierarchies)
     input_summary = input_expectations_task(frame, policy, hierarchies)
-    table = stages.anonymize(frame, policy, hierarchies, shuffle_seed=1)
+    table = stages.anonymize(frame, SearchSetup.from_policy(policy, hierarchies))[-1]
     release_file = Path(staging) / "release.csv"
     table.frame.to_csv(release_file, index=False)
     manifest = {
         "release_id": "2026-11-22-abc",
         "input": {"rows": ingested.rows},
         "output": {"rows": len(table.frame) + (1 if tamper else 0)},
-        "transformation": table.result.levels,
+        "transformation": table.result.levels or {},
     }
     return release_expectations_task(
         release_file, policy, hierarchies, manifest, input_summary, release_dir=Path(staging)

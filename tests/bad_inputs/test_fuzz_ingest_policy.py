@@ -23,7 +23,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from privgate.core import stages
+from privgate.core.anonymize import SearchSetup
 from privgate.core.exceptions import GateBlockedError, PrivgateError
+from privgate.core.manifest import build_manifest, release_id_for
 from privgate.core.policy import load_policy
 from privgate.core.publish import discard, publish
 from privgate.flows.cli import main
@@ -222,17 +224,19 @@ def release_like_the_flow(policy, with_expectations: bool) -> Path | None:
     hierarchies = stages.load_hierarchies(policy)
     ingested = stages.ingest(policy)
     validated = validate_input(ingested.frame, policy, hierarchies)
-    release_id = stages.release_id_for(policy, ingested.sha256, RELEASE_DATE)
+    release_id = release_id_for(policy, ingested.sha256, RELEASE_DATE)
     if with_expectations:
         input_summary = validate_input_expectations(validated, policy, hierarchies)
         raise_for_input(input_summary)
-    table = stages.anonymize(validated, policy, hierarchies, shuffle_seed=1)
+    table = stages.anonymize(validated, SearchSetup.from_policy(policy, hierarchies))[-1]
     staged = stages.stage(table, policy, release_id)
-    decision = stages.verify(staged.release_file, policy, ingested.rows)
+    decision = stages.verify(
+        staged.release_file, SearchSetup.from_policy(policy, hierarchies), ingested.rows
+    )
     try:
         if not decision.passed:
             raise GateBlockedError(decision.summary, decision)
-        manifest = stages.build_manifest(
+        manifest = build_manifest(
             policy=policy,
             release_id=release_id,
             release_date=RELEASE_DATE,

@@ -58,7 +58,7 @@ def adult(shared_data) -> Adult:
 
 
 def _release(adult: Adult, algorithm) -> tuple[pd.DataFrame, object]:
-    result = algorithm.anonymize(adult.freq)
+    result = algorithm.search(adult.freq)
     release = apply_generalization(adult.df, adult.encoded, result, list(adult.df.columns))
     release = release.reset_index(drop=True)  # pycanon indexes rows by position
     return release, result
@@ -111,7 +111,7 @@ def test_adult_release_is_distinct_2_diverse(adult: Adult, algorithm_cls) -> Non
 def test_k_larger_than_the_table_raises(adult: Adult, algorithm_cls) -> None:
     algorithm = algorithm_cls([KAnonymity(k=adult.n + 1)], LIMIT)
     with pytest.raises(AnonymizationError, match="cannot be reached"):
-        algorithm.anonymize(adult.freq)
+        algorithm.search(adult.freq)
 
 
 @pytest.mark.parametrize("algorithm_cls", ALGORITHMS, ids=lambda c: c.name)
@@ -167,7 +167,7 @@ def test_tie_table_approximation_degrees() -> None:
 
 def test_datafly_breaks_a_tie_by_declaration_order() -> None:
     _, freq = _tie_table(["A", "B"])
-    result = Datafly([KAnonymity(k=2)], 0.0).anonymize(freq)
+    result = Datafly([KAnonymity(k=2)], 0.0).search(freq)
     first = result.steps[0]
     assert first["generalize"] == "A"
     assert first["distinct_values"] == 2
@@ -180,7 +180,7 @@ def test_datafly_breaks_a_tie_by_declaration_order() -> None:
 
 def test_multi_attribute_datafly_breaks_a_tie_by_approximation_degree() -> None:
     df, freq = _tie_table(["A", "B"])
-    result = MultiAttributeDatafly([KAnonymity(k=2)], 0.0).anonymize(freq)
+    result = MultiAttributeDatafly([KAnonymity(k=2)], 0.0).search(freq)
     first = result.steps[0]
     assert first["generalize"] == "B"  # std 2 beats std 0
     assert first["tied_with"] == ["A"]
@@ -194,8 +194,8 @@ def test_multi_attribute_datafly_breaks_a_tie_by_approximation_degree() -> None:
 
 def test_multi_attribute_choice_does_not_depend_on_declaration_order() -> None:
     _, freq = _tie_table(["B", "A"])
-    plain = Datafly([KAnonymity(k=2)], 0.0).anonymize(freq)
-    multi = MultiAttributeDatafly([KAnonymity(k=2)], 0.0).anonymize(freq)
+    plain = Datafly([KAnonymity(k=2)], 0.0).search(freq)
+    multi = MultiAttributeDatafly([KAnonymity(k=2)], 0.0).search(freq)
     # declared first, B is now also Datafly's (arbitrary) choice
     assert plain.steps[0]["generalize"] == "B"
     assert multi.steps[0]["generalize"] == "B"
@@ -207,7 +207,7 @@ def test_no_tie_both_take_the_attribute_with_most_distinct_values() -> None:
     freq = encode_table(df, {"A": _flat("A", ["a1", "a2"]),
                              "B": _flat("B", ["b1", "b2", "b3"])}).frequency_set()  # fmt: skip
     for cls in ALGORITHMS:
-        result = cls([KAnonymity(k=2)], 0.0).anonymize(freq)
+        result = cls([KAnonymity(k=2)], 0.0).search(freq)
         assert result.steps[0]["generalize"] == "B"
         assert result.steps[0]["distinct_values"] == 3
         assert result.steps[0]["tied_with"] == []
@@ -216,7 +216,7 @@ def test_no_tie_both_take_the_attribute_with_most_distinct_values() -> None:
 def test_suppression_instead_of_generalization_within_the_limit() -> None:
     _, freq = _tie_table(["A", "B"])
     # one failing record of six is within a 20% limit: suppress it, generalize nothing
-    result = Datafly([KAnonymity(k=2)], 0.2).anonymize(freq)
+    result = Datafly([KAnonymity(k=2)], 0.2).search(freq)
     assert result.steps == []
     assert result.levels == {"A": 0, "B": 0}
     assert result.suppressed.tolist() == [False, False, False, False, False, True]
@@ -225,7 +225,7 @@ def test_suppression_instead_of_generalization_within_the_limit() -> None:
 def test_k_larger_than_a_small_table_raises() -> None:
     _, freq = _tie_table(["A", "B"])
     with pytest.raises(AnonymizationError, match="7-anonymity cannot be reached"):
-        Datafly([KAnonymity(k=7)], 0.5).anonymize(freq)
+        Datafly([KAnonymity(k=7)], 0.5).search(freq)
 
 
 @pytest.mark.parametrize(

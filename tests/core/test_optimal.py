@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privgate.core.anonymize import (
-    AnonymizationResult,
     Datafly,
+    Generalization,
     MultiAttributeDatafly,
     OptimalLattice,
     apply_generalization,
@@ -148,7 +148,7 @@ class Reference:
     def view(self, node: Sequence[int]) -> NodeView:
         p = self.problem
         node = tuple(int(v) for v in node)
-        nothing = AnonymizationResult("reference", dict(zip(p.qis, node, strict=True)),
+        nothing = Generalization("reference", dict(zip(p.qis, node, strict=True)),
                                       np.zeros(p.n, dtype=bool))  # fmt: skip
         frame = apply_generalization(p.df, p.encoded, nothing, [*p.qis, p.sensitive])
         class_of = frame[p.qis].groupby(p.qis, sort=False).ngroup().to_numpy()
@@ -290,9 +290,9 @@ def test_optimal_matches_the_exhaustive_reference(problem: Problem, settings_) -
             search = OptimalLattice(models, limit, metric=metric)
             if expected is None:
                 with pytest.raises(AnonymizationError, match="cannot be reached"):
-                    search.anonymize(freq)
+                    search.search(freq)
                 continue
-            result = search.anonymize(freq)
+            result = search.search(freq)
             assert tuple(result.levels.values()) == expected.node, (metric, models, limit)
             assert result.details["loss"] == pytest.approx(expected.metrics[metric], abs=1e-9)
             assert np.array_equal(result.suppressed, expected.suppressed), metric
@@ -321,7 +321,7 @@ B_TREE = taxonomy_hierarchy("b", {"B0": ["b0"], "B1": ["b1", "b2"]})
 
 def _check_against_reference(problem: Problem, models, limit: float, metric: str = "loss"):
     expected = optimum(Reference(problem).all_truths(models, limit), metric)
-    result = OptimalLattice(models, limit, metric=metric).anonymize(problem.encoded.frequency_set())
+    result = OptimalLattice(models, limit, metric=metric).search(problem.encoded.frequency_set())
     assert tuple(result.levels.values()) == expected.node
     assert result.details["loss"] == pytest.approx(expected.metrics[metric], abs=1e-9)
     return result
@@ -449,12 +449,12 @@ def adult_freq(adult: Problem):
 @pytest.fixture(scope="module")
 def adult_optimum(adult_freq):
     """The search's result under k-anonymity, each ``(metric, k, limit)`` run once."""
-    results: dict[tuple[str, int, float], AnonymizationResult] = {}
+    results: dict[tuple[str, int, float], Generalization] = {}
 
-    def run(metric: str, k: int, limit: float) -> AnonymizationResult:
+    def run(metric: str, k: int, limit: float) -> Generalization:
         if (metric, k, limit) not in results:
             search = OptimalLattice([KAnonymity(k=k)], limit, metric=metric)
-            results[metric, k, limit] = search.anonymize(adult_freq)
+            results[metric, k, limit] = search.search(adult_freq)
         return results[metric, k, limit]
 
     return run
@@ -495,7 +495,7 @@ def test_adult_optimum_is_no_worse_than_datafly(
     assert own is not None
     assert optimal.details["loss"] == pytest.approx(own.metrics[metric], abs=1e-9)
     for greedy in (Datafly(models, limit), MultiAttributeDatafly(models, limit)):
-        node = tuple(greedy.anonymize(adult_freq).levels.values())
+        node = tuple(greedy.search(adult_freq).levels.values())
         truth = adult_reference.truth(adult_reference.view(node), models, limit)
         assert truth is not None, greedy.name
         assert optimal.details["loss"] <= truth.metrics[metric] + 1e-12, greedy.name

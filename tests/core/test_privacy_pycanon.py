@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from pycanon import anonymity
 
 from privgate.core.anonymize import (
-    AnonymizationResult,
     Datafly,
+    Generalization,
     MultiAttributeDatafly,
     apply_generalization,
 )
@@ -289,7 +289,7 @@ def test_frequency_set_classes_match_gate_classes(table: Table, data) -> None:
     levels = [data.draw(st.integers(0, h), label=f"level {j}") for j, h in enumerate(heights)]
     algo_stats, _ = encoded.frequency_set().class_stats(levels)
 
-    result = AnonymizationResult(
+    result = Generalization(
         algorithm="fixed",
         levels=dict(zip(table.qi, levels, strict=True)),
         suppressed=np.zeros(len(table.df), dtype=bool),
@@ -342,9 +342,9 @@ def test_datafly_release_passes_the_gate(
     event(f"unreachable: {unreachable}")
     if unreachable:
         with pytest.raises(AnonymizationError):
-            algorithm.anonymize(encoded.frequency_set())
+            algorithm.search(encoded.frequency_set())
         return
-    result = algorithm.anonymize(encoded.frequency_set())
+    result = algorithm.search(encoded.frequency_set())
     release = apply_generalization(table.df, encoded, result, table.columns).reset_index(drop=True)
     assert len(release) == n - result.n_suppressed > 0
     event(f"generalized: {bool(result.steps)}, suppressed: {result.n_suppressed > 0}")

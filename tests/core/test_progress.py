@@ -67,7 +67,7 @@ def test_optimal_search_reports_progress(
     }
     freq = encode_table(frame, hierarchies).frequency_set()
     with caplog.at_level(logging.INFO, logger=PROGRESS_LOGGER):
-        OptimalLattice([KAnonymity(k=5)], 0.02).anonymize(freq)
+        OptimalLattice([KAnonymity(k=5)], 0.02).search(freq)
     lines = [r.getMessage() for r in caplog.records if r.name == PROGRESS_LOGGER]
     assert lines, "the search printed no progress"
     assert lines[0].startswith("optimal search: 0 of ")

@@ -214,11 +214,11 @@ def test_suppressing_small_classes_meets_an_average_risk_the_coarser_nodes_miss(
     freq = encode_table(df, hierarchies).frequency_set()
     for model in (AverageRisk(limit=0.1), RiskShareAbove(threshold=0.2, limit=0.0)):
         models = [KAnonymity(k=2), model]
-        result = OptimalLattice(models, 0.2).anonymize(freq)  # allowance: 2 records
+        result = OptimalLattice(models, 0.2).search(freq)  # allowance: 2 records
         assert result.levels == {"a": 0, "b": 0}, model
         assert result.n_suppressed == 2
         assert result.details["loss"] == pytest.approx(4 / 24)
-        greedy = Datafly(models, 0.2).anonymize(freq)
+        greedy = Datafly(models, 0.2).search(freq)
         assert greedy.levels == {"a": 0, "b": 0}
 
 
@@ -239,7 +239,7 @@ def adult(shared_data):
 def test_adult_releases_meet_the_average_risk(adult, algorithm, k, average, limit) -> None:
     df, encoded, freq = adult
     models = [KAnonymity(k=k), AverageRisk(limit=average)]
-    result = algorithm(models, limit).anonymize(freq)
+    result = algorithm(models, limit).search(freq)
     release = apply_generalization(df, encoded, result, list(df.columns))
     assert result.n_suppressed <= math.floor(limit * len(df) + 1e-9)
     assert len(release) == len(df) - result.n_suppressed
@@ -253,9 +253,9 @@ def test_adult_releases_meet_the_average_risk(adult, algorithm, k, average, limi
 def test_adult_average_risk_is_binding(adult) -> None:
     """The limit changes the optimum: k = 2 alone leaves an average risk above 0.02."""
     df, encoded, freq = adult
-    alone = OptimalLattice([KAnonymity(k=2)], 0.02).anonymize(freq)
+    alone = OptimalLattice([KAnonymity(k=2)], 0.02).search(freq)
     release = apply_generalization(df, encoded, alone, list(df.columns))
     assert _average_risk_by_hand(release, ADULT_QI) > 0.02
-    with_risk = OptimalLattice([KAnonymity(k=2), AverageRisk(limit=0.02)], 0.02).anonymize(freq)
+    with_risk = OptimalLattice([KAnonymity(k=2), AverageRisk(limit=0.02)], 0.02).search(freq)
     assert with_risk.levels != alone.levels
     assert with_risk.details["loss"] > alone.details["loss"]

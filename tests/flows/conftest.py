@@ -1,40 +1,39 @@
-"""Flow tests run against Prefect's in-process test harness (one temporary API per session).
-
-Prefect is imported and the harness started before any test captures output: its console log
-handler keeps the stream it first sees, and a per-test captured stream is closed afterwards.
-"""
+"""Flow tests run against the session's Prefect test server (``prefect_harness``)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 import pytest
 
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("DO_NOT_TRACK", "1")
-# Persisted stage results of the tests go to a throwaway folder, not the user's home.
-os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", tempfile.mkdtemp(prefix="privgate-results-"))
 
-import prefect  # noqa: E402,F401  (after the environment is set; see the module docstring)
-from prefect.settings import PREFECT_TASKS_REFRESH_CACHE, temporary_settings  # noqa: E402
+@pytest.fixture(autouse=True)
+def _prefect(prefect_harness):
+    yield
 
 
 @pytest.fixture
-def fresh_stages():
-    """Run stages afresh (ignoring cached results), e.g. when a test patches a stage."""
-    with temporary_settings({PREFECT_TASKS_REFRESH_CACHE: True}):
-        yield
+def lying_algorithm(monkeypatch, fresh_stages):
+    """Make the anonymize stage lie: it publishes the raw quasi-identifiers while claiming
+    level 0 everywhere, so only the gate, reading the written file, can catch it."""
+    import dataclasses
 
+    import numpy as np
 
-@pytest.fixture(scope="session")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
+    from privgate.core import stages
+    from privgate.core.anonymize import release_table
 
-    with prefect_test_harness(server_startup_timeout=300):
-        yield
+    real_anonymize = stages.anonymize
 
+    def lying_anonymize(frame, setup, ranking=None):
+        tables = real_anonymize(frame, setup, ranking)
+        qis = list(setup.quasi_identifiers)
+        liar = dataclasses.replace(
+            tables[-1].result,
+            algorithm="liar",
+            suppressed=np.zeros(len(frame), dtype=bool),
+            labels={q: frame[q].astype(str).to_numpy() for q in qis},
+            levels=dict.fromkeys(qis, 0),
+        )
+        raw = release_table(frame, liar, setup.released_columns)
+        return [stages.AnonymizedTable(raw, liar, tables[-1].metrics, qis)]
 
-@pytest.fixture(autouse=True, scope="session")
-def _harness_before_capture(prefect_harness):
-    yield
+    monkeypatch.setattr(stages, "anonymize", lying_anonymize)

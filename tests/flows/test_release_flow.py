@@ -7,15 +7,11 @@ import json
 from datetime import date
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from pycanon import anonymity
 
-from privgate.core import stages
-from privgate.core.anonymize import AnonymizationResult
 from privgate.core.exceptions import AnonymizationError, GateBlockedError, PolicyError, PublishError
-from privgate.core.policy import load_policy
 
 REPO = Path(__file__).resolve().parents[2]
 ADULT_POLICY = REPO / "policies" / "adult.yaml"
@@ -93,21 +89,10 @@ def test_impossible_k_is_refused_and_publishes_nothing(prefect_harness, shared_d
 
 
 def test_gate_blocks_a_release_that_is_not_k_anonymous(
-    prefect_harness, shared_data, tmp_path, monkeypatch, fresh_stages
+    prefect_harness, shared_data, tmp_path, lying_algorithm
 ):
     """Make the algorithm lie (publish the raw QIs); the gate must catch it on the file."""
     shared_data("arx/adult.csv")
-    real_anonymize = stages.anonymize
-
-    def lying_anonymize(frame, policy, hierarchies, shuffle_seed=None, ranking=None):
-        table = real_anonymize(frame, policy, hierarchies, shuffle_seed)
-        raw = frame[policy.released_columns].astype("string").reset_index(drop=True)
-        fake = AnonymizationResult(
-            "liar", dict.fromkeys(policy.quasi_identifiers, 0), np.zeros(len(frame), dtype=bool)
-        )
-        return stages.AnonymizedTable(raw, fake, table.metrics, table.transformation)
-
-    monkeypatch.setattr(stages, "anonymize", lying_anonymize)
     with pytest.raises(GateBlockedError, match="5-anonymity not met") as info:
         # A suppression limit no other test uses: the liar's persisted result must not be
         # reused by another test's run.
@@ -173,15 +158,6 @@ def test_l_diversity_policy_is_enforced_and_verified(prefect_harness, shared_dat
     release = pd.read_csv(Path(outcome["path"]) / "release.csv", dtype=str, keep_default_na=False)
     assert anonymity.l_diversity(release, ADULT_QI, ["salary-class"]) >= 2
     assert outcome["gate"]["measurements"]["achieved"]["distinct-2-diversity(salary-class)"] >= 2
-
-
-def test_policy_stage_functions_need_no_prefect(shared_data, tmp_path):
-    """The core stages run without an orchestrator (flows only compose them)."""
-    shared_data("arx/adult.csv")
-    policy = load_policy(ADULT_POLICY)
-    ingested = stages.ingest(policy)
-    table = stages.anonymize(ingested.frame, policy, stages.load_hierarchies(policy))
-    assert table.metrics["release_rows"] + table.metrics["suppressed"] == 30162
 
 
 def _task_states(flow_run_id) -> dict[str, str]:

@@ -43,7 +43,7 @@ def _pool_policies():
 
 
 def test_work_pool_runs_send_the_heartbeats_the_crash_automation_watches():
-    from privgate.deployments.crash_detection import HEARTBEAT_SECONDS, RUN_TAG
+    from privgate.flows.crash_detection import HEARTBEAT_SECONDS, RUN_TAG
 
     declared = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
     for item in declared["deployments"]:
@@ -56,7 +56,7 @@ def test_work_pool_runs_send_the_heartbeats_the_crash_automation_watches():
 
 def test_a_crash_window_a_late_heartbeat_could_exceed_is_refused():
     from privgate.core.exceptions import PrivgateError
-    from privgate.deployments.crash_detection import build_automation, check_crash_after
+    from privgate.flows.crash_detection import build_automation, check_crash_after
 
     with pytest.raises(PrivgateError, match="--crash-after 35: must be at least"):
         check_crash_after(35, 30)

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from privgate.core import stages
+from privgate.core.anonymize import SearchSetup
 from privgate.core.exceptions import (
     AnonymizationError,
     GateBlockedError,
@@ -104,14 +105,14 @@ def release_for(
     """Anonymize ``frame`` (text cells), write the release and a manifest-like dict."""
     hierarchies = hierarchies or HIERARCHIES
     validated = validate_input(frame, policy, hierarchies)
-    table = stages.anonymize(validated, policy, hierarchies, shuffle_seed=3)
+    table = stages.anonymize(validated, SearchSetup.from_policy(policy, hierarchies))[-1]
     path = tmp_path / "release.csv"
     table.frame.to_csv(path, index=False)
     manifest = {
         "release_id": "2026-11-22-test",
         "input": {"rows": len(frame)},
         "output": {"rows": len(table.frame)},
-        "transformation": table.result.levels,
+        "transformation": table.result.levels or {},
     }
     return path, manifest, table
 

@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 
 from privgate.core import stages
+from privgate.core.anonymize import SearchSetup
 from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import verify_table
-from privgate.core.hierarchy import hierarchies_for, sensitive_hierarchies_for
-from privgate.core.privacy import KAnonymity, models_from_policy
+from privgate.core.privacy import KAnonymity
 from privgate.core.scale import anonymize_dask, verify_parquet_release
 
 distributed = pytest.importorskip("distributed")
@@ -38,16 +38,13 @@ def _sorted_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _pandas_release(policy):
     ingested = stages.ingest(policy, "test")
-    table = stages.anonymize(ingested.frame, policy, hierarchies_for(policy))
-    models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
+    setup = SearchSetup.from_policy(policy)
+    [table] = stages.anonymize(ingested.frame, setup)
     decision = verify_table(
         table.frame,
-        policy.quasi_identifiers,
-        models,
-        input_rows=ingested.rows,
-        suppression_limit=policy.privacy.suppression_limit,
-        expected_columns=policy.released_columns,
-        forbidden_columns=policy.identifiers,
+        list(setup.quasi_identifiers),
+        list(setup.models),
+        **setup.gate_limits(ingested.rows),
     )
     return table, decision
 
@@ -106,8 +103,8 @@ def test_distributed_gate_blocks_what_the_gate_blocks(client, adult_policy, tmp_
 def test_blocked_release_is_not_published(client, adult_policy, tmp_path, monkeypatch):
     import privgate.core.scale._pipeline as pipeline
 
-    def strict_gate(staging, policy, input_rows):
-        return verify_parquet_release(staging, policy.quasi_identifiers, [KAnonymity(k=10**6)])
+    def strict_gate(staging, setup, input_rows):
+        return verify_parquet_release(staging, setup.quasi_identifiers, [KAnonymity(k=10**6)])
 
     monkeypatch.setattr(pipeline, "verify_stage", strict_gate)
     with pytest.raises(GateBlockedError):

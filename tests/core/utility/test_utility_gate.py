@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from privgate.core import stages
+from privgate.core.anonymize import SearchSetup
 from privgate.core.exceptions import PolicyError
 from privgate.core.policy import UtilityThresholds
 from privgate.core.publish import discard
@@ -100,7 +101,8 @@ def test_blocked_utility_publishes_nothing(adult, tmp_path) -> None:
     udecision = check_utility(utility, policy.utility.thresholds)
     release_id = "2026-11-22-0123456789ab"
     staged = stages.stage(table, policy, release_id)
-    pdecision = stages.verify(staged.release_file, policy, len(adult.frame))
+    setup = SearchSetup.from_policy(policy, adult.hierarchies)
+    pdecision = stages.verify(staged.release_file, setup, len(adult.frame))
     assert pdecision.passed and not udecision.passed
     discard(staged)
     report = build_report(

@@ -12,11 +12,9 @@ import math
 import pandas as pd
 import pytest
 
-from privgate.core import stages
 from privgate.core.hierarchy import hierarchies_for
 from privgate.core.policy import ReleasePolicy
 from privgate.core.utility import (
-    align_release,
     describe_domains,
     measure_utility,
     release_metrics,
@@ -169,16 +167,3 @@ def test_adult_loss_is_the_stages_loss(adult, adult_k5, adult_mondrian) -> None:
         tv = utility.distribution["salary-class"]
         assert tv == 0.0 if table.metrics["suppressed"] == 0 else 0 < tv < 0.01
     assert adult_mondrian[0].metrics["algorithm"] == "mondrian"
-
-
-@pytest.mark.parametrize("algorithm", ["optimal", "mondrian"])
-def test_align_release_restores_the_original_rows(adult, algorithm) -> None:
-    """The shuffled release, re-indexed, equals the unshuffled release row for row."""
-    policy = adult.policy_for(algorithm)
-    plain = stages.anonymize(adult.frame, policy, adult.hierarchies)
-    shuffled, aligned = adult.release(algorithm)
-    # the flow's row order reveals nothing: the shuffled rows differ from the input's order
-    assert not shuffled.frame.reset_index(drop=True).equals(plain.frame.reset_index(drop=True))
-    pd.testing.assert_frame_equal(aligned.sort_index(), plain.frame.sort_index())
-    with pytest.raises(ValueError, match="original records were kept"):
-        align_release(shuffled.frame.iloc[1:], adult.frame.index, shuffled.result.suppressed, 1)

@@ -1,32 +1,11 @@
-"""The report task writes the HTML and attaches Markdown and table artifacts to the Prefect run.
-
-Prefect is imported at collection, before any test captures output (see tests/flows/conftest.py
-for why), and runs against its in-process test harness for this module.
-"""
+"""The report task writes the HTML and attaches Markdown and table artifacts to the Prefect run."""
 
 from __future__ import annotations
 
-import os
-
-import pytest
-
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("DO_NOT_TRACK", "1")
-
-import prefect  # noqa: E402,F401
-
-from privgate.core.report import build_report  # noqa: E402
+from privgate.core.report import build_report
 
 
-@pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=300):
-        yield
-
-
-def test_report_task_writes_html_and_artifacts(harness, adult_run, tmp_path) -> None:
+def test_report_task_writes_html_and_artifacts(adult_run, tmp_path) -> None:
     from prefect import flow, get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
     from prefect.utilities.asyncutils import run_coro_as_sync

@@ -1,0 +1,171 @@
+"""privgate's Python API: anonymize a DataFrame in a notebook, verify a release, no Prefect.
+
+The same stages the release flow runs as Prefect tasks (:mod:`privgate.core.stages`), called
+as plain functions: validate the table against the policy's schema, rank its attributes when
+the policy asks, anonymize with the policy's algorithm, and verify the release with the gate.
+Nothing is written unless you call :meth:`Release.write`, which writes the rows in a random
+order and verifies the file as written, as the flow does before publishing.
+
+>>> import privgate
+>>> policy = privgate.load_policy("policies/adult.yaml")  # doctest: +SKIP
+>>> release = privgate.anonymize(frame, policy)           # doctest: +SKIP
+>>> release.decision.passed, release.metrics["loss"]      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from privgate.core import stages
+from privgate.core.anonymize import SearchSetup, select_releases
+from privgate.core.exceptions import PolicyError
+from privgate.core.gate import GateDecision
+from privgate.core.policy import ReleasePolicy, load_policy
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from privgate.core.ranking import Ranking
+
+__all__ = ["Release", "anonymize", "load_policy", "releases", "verify"]
+
+
+@dataclass(frozen=True)
+class Release:
+    """One anonymized release of a table, verified by the gate (in memory, nothing written).
+
+    Attributes
+    ----------
+    frame : DataFrame
+        The release: the kept records, each with its original record's index, in input order.
+        Write it with :meth:`write` (rows shuffled); the input's order may be sorted by a name
+        or an id, and must not be published.
+    metrics : dict
+        Loss, suppressed records, the search's facts, timing.
+    decision : GateDecision
+        The privacy gate's verdict on the release: every criterion of the policy measured on
+        the released values.
+    table : AnonymizedTable
+        The stage's full output (the algorithm's result, the columns covered, the tier).
+    policy : ReleasePolicy
+    """
+
+    frame: pd.DataFrame
+    metrics: dict
+    decision: GateDecision
+    table: stages.AnonymizedTable
+    policy: ReleasePolicy
+
+    @property
+    def passed(self) -> bool:
+        return self.decision.passed
+
+    def write(self, path: str | Path) -> GateDecision:
+        """Write the release (CSV, or Parquet for a ``.parquet`` path), rows in a random order,
+        and verify the file as written. A release the gate blocks is removed again.
+
+        Returns the gate's decision on the written file.
+        """
+        from privgate.core.anonymize import shuffle_rows
+
+        path = Path(path)
+        rows = shuffle_rows(self.frame)
+        if path.suffix == ".parquet":
+            rows.to_parquet(path, index=False)
+        else:
+            rows.to_csv(path, index=False)
+        decision = verify(path, self.policy, input_rows=self.metrics["input_rows"])
+        if not decision.passed:
+            path.unlink()
+        return decision
+
+
+def _policy(policy: ReleasePolicy | str | Path) -> ReleasePolicy:
+    return policy if isinstance(policy, ReleasePolicy) else load_policy(policy)
+
+
+def releases(
+    frame: pd.DataFrame,
+    policy: ReleasePolicy | str | Path,
+    *,
+    ranking: Ranking | None = None,
+    validate: bool = True,
+) -> list[Release]:
+    """Every release the policy publishes from ``frame`` (one; a tiered policy may name
+    several tiers), each verified by the gate.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The input table, with the policy's declared columns.
+    policy : ReleasePolicy or path
+        A loaded policy, or the path of its YAML file. Its ``input`` section is not read.
+    ranking : Ranking, optional
+        A sensitivity ranking to reuse; by default computed when the policy has a ``ranking``
+        section.
+    validate : bool, default=True
+        Check and coerce ``frame`` against the policy's schema first (as the flow does).
+
+    Raises
+    ------
+    PolicyError
+        The policy is differentially private (its releases spend a privacy budget recorded in
+        a ledger: run them with ``privgate run`` or the flow).
+    InputValidationError, AnonymizationError, HierarchyError
+        The table does not fit the policy, or the models cannot be met.
+    """
+    policy = _policy(policy)
+    if policy.is_differentially_private:
+        raise PolicyError(
+            "a differential_privacy policy spends a recorded privacy budget; run it with "
+            "`privgate run` or the release flow, not privgate.anonymize"
+        )
+    setup = SearchSetup.from_policy(policy)
+    if validate:
+        from privgate.validations.schema import validate_input
+
+        frame = validate_input(frame, policy, dict(setup.hierarchies))
+    if ranking is None and policy.ranking is not None:
+        ranking = stages.rank(frame, policy)
+    out = []
+    for table in select_releases(stages.anonymize(frame, setup, ranking), setup):
+        decision = stages.verify(table.frame, setup, len(frame), covered=table.covered)
+        out.append(Release(table.frame, table.metrics, decision, table, policy))
+    return out
+
+
+def anonymize(
+    frame: pd.DataFrame,
+    policy: ReleasePolicy | str | Path,
+    *,
+    ranking: Ranking | None = None,
+    validate: bool = True,
+) -> Release:
+    """Anonymize ``frame`` as ``policy`` says and verify the release (no Prefect, no files).
+
+    Returns the release the policy publishes (for a tiered policy naming several tiers, the
+    last of them; :func:`releases` returns each). See :func:`releases` for the parameters.
+
+    Examples
+    --------
+    >>> release = privgate.anonymize(frame, "policies/adult.yaml")  # doctest: +SKIP
+    >>> release.decision.summary                                    # doctest: +SKIP
+    'PASSED: 30162 rows in 1 211 classes, smallest class 5, 302 records suppressed'
+    """
+    return releases(frame, policy, ranking=ranking, validate=validate)[-1]
+
+
+def verify(
+    release: pd.DataFrame | str | Path,
+    policy: ReleasePolicy | str | Path,
+    *,
+    input_rows: int | None = None,
+    covered: list[str] | None = None,
+) -> GateDecision:
+    """The gate on a release (a written file, read back as text, or a DataFrame): every
+    criterion of the policy, the suppression limit when ``input_rows`` is given, the columns
+    it must and must not hold, and the coverage rule when ``covered`` names fewer
+    quasi-identifiers."""
+    return stages.verify(release, SearchSetup.from_policy(_policy(policy)), input_rows, covered)

@@ -1,0 +1,81 @@
+"""Cache keys of the stages: which policy sections each stage's result depends on.
+
+A stage reruns when anything it reads changes and is reused otherwise: editing a utility
+threshold does not redo the anonymization, a new input file redoes everything. The rules
+(:data:`STAGE_SECTIONS` and :func:`stage_tokens`) live here, beside the token itself, so the
+flow only passes tokens on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from privgate.core.policy import RANKED_ALGORITHMS, ReleasePolicy
+from privgate.core.publish import sha256_file
+
+__all__ = ["STAGE_SECTIONS", "StageTokens", "cache_token", "stage_tokens", "utility_token"]
+
+#: The policy sections each cached stage reads (its token covers exactly these).
+STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
+    "ingest": ("dataset", "input", "columns"),
+    "rank": ("dataset", "input", "columns", "ranking"),
+    "anonymize": ("dataset", "input", "columns", "privacy", "algorithm", "ranking"),
+}
+
+
+def cache_token(policy: ReleasePolicy, input_sha256: str, *sections: str) -> str:
+    """A key for a stage's cached result: the data, the policy sections the stage reads, and
+    the content of every hierarchy file those sections name."""
+    digest = hashlib.sha256(input_sha256.encode())
+    dumped = policy.model_dump(mode="json", include=set(sections) or None)
+    digest.update(json.dumps(dumped, sort_keys=True).encode())
+    if not sections or "columns" in sections:
+        for name, spec in policy.columns.items():
+            path = getattr(spec.hierarchy, "path", None)
+            if path is not None and Path(path).is_file():
+                digest.update(f"{name}:{sha256_file(path)}".encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class StageTokens:
+    """The cache token of every cached stage of one run."""
+
+    ingest: str
+    rank: str
+    anonymize: str
+
+
+def stage_tokens(policy: ReleasePolicy, input_sha256: str) -> StageTokens:
+    """Every cached stage's token for this policy and input.
+
+    The anonymization reads the ranking only when its algorithm does, and not which of the
+    tiered releases are published: choosing other tiers to publish reuses the computed ones.
+    """
+    searched = policy
+    options = policy.algorithm
+    if options.release_tiers is not None or options.accept_narrower_coverage is not None:
+        searched = policy.with_overrides(
+            **{"algorithm.release_tiers": None, "algorithm.accept_narrower_coverage": None}
+        )
+    anonymize = STAGE_SECTIONS["anonymize"]
+    if policy.algorithm.name not in RANKED_ALGORITHMS:
+        anonymize = tuple(section for section in anonymize if section != "ranking")
+    return StageTokens(
+        ingest=cache_token(policy, input_sha256, *STAGE_SECTIONS["ingest"]),
+        rank=cache_token(policy, input_sha256, *STAGE_SECTIONS["rank"]),
+        anonymize=cache_token(searched, input_sha256, *anonymize),
+    )
+
+
+def utility_token(anonymize_token: str, policy: ReleasePolicy) -> str:
+    """Cache key of the utility measurement: the release's token and the utility settings,
+    not the thresholds (a changed threshold re-decides without measuring again)."""
+    from privgate.core.utility import utility_spec
+
+    settings = utility_spec(policy).model_dump(mode="json", exclude={"thresholds"})
+    payload = anonymize_token + json.dumps(settings, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
