@@ -558,7 +558,7 @@ def build_release_suite(
     hierarchies : mapping of str to Hierarchy
         The quasi-identifiers' hierarchies.
     manifest : mapping
-        The release's manifest (as built by ``core.stages.build_manifest``): ``input.rows``,
+        The release's manifest (:func:`privgate.core.manifest.build_manifest`): ``input.rows``,
         ``output.rows`` and ``transformation`` (the level chosen per quasi-identifier; empty for
         local recoding, where any level's labels may appear).
     """

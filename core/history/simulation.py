@@ -122,6 +122,7 @@ def simulate_nightly_releases(
         k: the forward-looking half of the protection.
     """
     from privgate.core import stages
+    from privgate.core.anonymize import SearchSetup
 
     rng = np.random.default_rng(churn.seed)
     qis = list(policy.quasi_identifiers)
@@ -143,7 +144,7 @@ def simulate_nightly_releases(
         if night:
             table, next_id = _churn(table, pool, key, qis, churn, rng, next_id)
         frame = table.drop(columns=[key])
-        anonymized = stages.anonymize(frame, searched, hierarchies, shuffle_seed=None)
+        [anonymized] = stages.anonymize(frame, SearchSetup.from_policy(searched, hierarchies))
         release = anonymized.frame
         people = table.loc[release.index, key].to_numpy()
         class_ids = pd.factorize(pd.MultiIndex.from_frame(release[qis].astype(str)))[0]
@@ -171,7 +172,7 @@ def simulate_nightly_releases(
             removed_by_history=removed,
             published=published,
             granularity=anonymized.metrics.get("granularity"),
-            levels=dict(anonymized.result.levels),
+            levels=dict(anonymized.result.levels or {}),
             seconds=round(time.perf_counter() - started, 2),
         )
         result.nights.append(night_result)

@@ -238,7 +238,7 @@ def classification_utility(
     if (positions < 0).any() or not release.index.is_unique:
         raise ValueError(
             "every release row must carry the index of its original record (unique); "
-            "see core.utility.align_release"
+            "as privgate.core.stages.anonymize returns it"
         )
 
     codes, labels = factorize_labels(original[target])

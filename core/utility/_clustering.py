@@ -271,7 +271,7 @@ def clustering_utility(
     if (positions < 0).any() or not release.index.is_unique:
         raise ValueError(
             "every release row must carry the index of its original record (unique); "
-            "see core.utility.align_release"
+            "as privgate.core.stages.anonymize returns it"
         )
     if not domains:
         raise ValueError("The 'domains' parameter of clustering_utility must name a column")
