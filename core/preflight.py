@@ -33,7 +33,7 @@ from privgate.core.policy import ColumnType, ReleasePolicy
 if TYPE_CHECKING:
     from privgate.core.hierarchy import Hierarchy
 
-__all__ = ["MAX_ROWS", "PreflightReport", "preflight"]
+__all__ = ["MAX_ROWS", "PreflightReport", "is_final", "preflight"]
 
 #: Records whose hierarchy coverage pre-flight checks (about a second of reading on this
 #: machine); a larger input is checked in full by the pipeline's validation stage.
@@ -75,9 +75,9 @@ def preflight(policy: ReleasePolicy, max_rows: int = MAX_ROWS) -> PreflightRepor
     spec = policy.input
     path = Path(spec.path)
     if not path.exists():
-        raise IngestError(f"input file not found: {path} (input.path)")
+        raise _final(IngestError(f"input file not found: {path} (input.path)"))
     if not path.is_file():
-        raise IngestError(f"input.path is not a file: {path}")
+        raise _final(IngestError(f"input.path is not a file: {path}"))
     if path.stat().st_size == 0:
         raise IngestError(f"{path}: the file is empty")
     seconds["input"] = time.perf_counter() - started
@@ -101,16 +101,30 @@ def preflight(policy: ReleasePolicy, max_rows: int = MAX_ROWS) -> PreflightRepor
     _check_columns(path, columns, list(policy.columns))
     seconds["read"] = time.perf_counter() - mark
     if complete and policy.privacy is not None and policy.privacy.k > rows:
-        raise AnonymizationError(
+        too_small = AnonymizationError(
             f"privacy.k = {policy.privacy.k} is larger than the table ({rows} rows): no "
             f"release of it can be {policy.privacy.k}-anonymous"
         )
+        # An input with no data rows at all is the ingest stage's to name.
+        raise _final(too_small) if rows else too_small
 
     mark = time.perf_counter()
     for name in wanted:
         _check_coverage(name, values.get(name, ()), hierarchies[name], policy)
     seconds["coverage"] = time.perf_counter() - mark
     return PreflightReport(path, columns, rows, complete, sorted(hierarchies), seconds)
+
+
+def is_final(error: BaseException) -> bool:
+    """Whether pre-flight's error already says all there is (a missing input file, k larger
+    than the table); otherwise the pipeline's own stages can say where (line, row) the input
+    breaks, and the command line asks them."""
+    return bool(getattr(error, "preflight_final", False))
+
+
+def _final(error: Exception) -> Exception:
+    error.preflight_final = True  # type: ignore[attr-defined]
+    return error
 
 
 def _check_columns(path: Path, found: list[str], declared: list[str]) -> None:

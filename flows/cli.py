@@ -67,8 +67,8 @@ def _quiet_expected_tracebacks() -> None:
 
 
 def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -> int:
-    from privgate.core.preflight import preflight
     from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.preflight import preflight_before_prefect
 
     parameters = ReleaseParameters(
         policy_path=str(policy_path),
@@ -82,8 +82,9 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
     # Validate the policy, the overrides, the input and the hierarchies before starting
     # Prefect: a typo or a missing file fails in well under two seconds, not after the server
     # has started (the flow reuses the resolved policy).
-    checked = preflight(parameters.policy())
+    checked = preflight_before_prefect(parameters.policy())
     print(f"{checked.summary()} ({sum(checked.seconds.values()):.2f}s)", flush=True)
+
     from privgate.flows.release import release_flow
 
     _quiet_expected_tracebacks()

@@ -33,7 +33,6 @@ from privgate.core.publish import discard, sha256_file
 from privgate.core.report import REPORT_FILE, blocked_report_path
 from privgate.core.stages import IngestedTable, load_hierarchies
 from privgate.flows.parameters import ReleaseParameters
-from privgate.tasks._results import discard_private_results
 from privgate.tasks.dp import (
     dp_columns_task,
     dp_dry_run_task,
@@ -44,6 +43,7 @@ from privgate.tasks.dp import (
     ledger_publish_task,
 )
 from privgate.tasks.publish import publish_task
+from privgate.tasks.results import discard_private_results
 
 
 def _attach_summary(

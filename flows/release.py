@@ -41,7 +41,6 @@ from privgate.core.ranking import Ranking
 from privgate.core.report import REPORT_FILE, ReleaseReport, blocked_report_path, build_report
 from privgate.core.stages import AnonymizedTable, IngestedTable
 from privgate.flows.parameters import ReleaseParameters
-from privgate.tasks._results import discard_private_results, prepare_private_results
 from privgate.tasks.anonymize import anonymize_task
 from privgate.tasks.expectations import input_expectations_task, release_expectations_task
 from privgate.tasks.fingerprint import fingerprint_task
@@ -50,6 +49,7 @@ from privgate.tasks.ingest import ingest_task
 from privgate.tasks.publish import publish_task
 from privgate.tasks.rank import rank_task
 from privgate.tasks.report import report_task
+from privgate.tasks.results import discard_private_results, prepare_private_results
 from privgate.tasks.utility import utility_gate_task, utility_task
 from privgate.tasks.validate import validate_task
 

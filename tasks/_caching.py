@@ -8,7 +8,7 @@ for them. Retrying a failed flow run then re-executes only the
 failed stage and what follows it: earlier stages show ``Cached``.
 
 The results are private (the ingest stage's result *is* the input), so they are kept the way
-:mod:`privgate.tasks._results` describes: sealed (no pickle; encrypted when the data owner
+:mod:`privgate.tasks.results` describes: sealed (no pickle; encrypted when the data owner
 configures a key), under the privgate data directory in one owner-only folder per dataset, and
 for at most the retention period (:mod:`privgate.core.retention`).
 """
@@ -20,7 +20,7 @@ from datetime import timedelta
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 from privgate.core.retention import retention_days
-from privgate.tasks._results import RESULT_STORAGE, DatasetScoped, SealedSerializer
+from privgate.tasks.results import RESULT_STORAGE, DatasetScoped, SealedSerializer
 
 #: The task's code plus its inputs, minus those that never enter a key (the token covers them),
 #: prefixed with the dataset so that each dataset's results sit in their own folder.

@@ -223,7 +223,7 @@ def test_storage_stays_bounded_over_nightly_runs(prefect_harness, tmp_path, monk
 def test_the_cache_key_can_come_from_a_prefect_secret_block(prefect_harness, monkeypatch):
     from prefect.blocks.system import Secret
 
-    from privgate.tasks._results import cache_key
+    from privgate.tasks.results import cache_key
 
     key = new_cache_key()
     Secret(value=key).save("privgate-cache-key-test", overwrite=True)
