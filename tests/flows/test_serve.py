@@ -81,5 +81,5 @@ def test_every_task_has_a_timeout():
         for value in vars(loaded).values():
             if isinstance(value, Task) and value.__module__ == loaded.__name__:
                 found[value.name] = value.timeout_seconds
-    assert len(found) >= 20, sorted(found)
+    assert len(found) >= 19, sorted(found)  # the walk finds them (tiers run in "anonymize")
     assert {name for name, seconds in found.items() if not seconds} == set(), found
