@@ -14,6 +14,9 @@ class PrivgateError(Exception):
     #: Process exit code used by the CLI for this kind of error.
     exit_code: int = 2
 
+    #: The report a blocked run wrote (the CLI and the flow's state message name it).
+    report_path: str | None = None
+
 
 class PolicyError(PrivgateError):
     """The release policy is malformed or inconsistent (the message names the key)."""

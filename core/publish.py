@@ -41,6 +41,7 @@ __all__ = [
     "discard",
     "make_release_id",
     "publish",
+    "published_by",
     "rolled_back_name",
     "sha256_file",
     "stage_release",
@@ -249,6 +250,17 @@ def rolled_back_name(release_dir: Path) -> Path:
     return release_dir.with_name(
         f"{_ROLLED_BACK}{release_dir.name}-{staging_owner()}-{uuid.uuid4().hex[:8]}"
     )
+
+
+def published_by(release_dir: Path) -> str | None:
+    """The run id in an already published release's manifest (None if there is no release)."""
+    try:
+        with open(Path(release_dir) / "manifest.json", encoding="utf-8") as fh:
+            return str(json.load(fh).get("run_id") or "an earlier run")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return "an earlier run"
 
 
 def publish(staged: StagedRelease, manifest: dict) -> Path:

@@ -109,7 +109,12 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
         print(f"tier {tier['tier']}: k-anonymity covers {', '.join(tier['covers'])}")
     for release in outcome.get("releases", [])[:-1]:
         print(f"release: {release['path'] or release['release_id']}")
-    if outcome["published"]:
+    if outcome["published"] and outcome.get("already_published_by"):
+        print(
+            f"release: {outcome['path']} (already published by run "
+            f"{outcome['already_published_by']}; nothing new written)"
+        )
+    elif outcome["published"]:
         print(f"release: {outcome['path']}")
     else:
         print(f"dry run: release {outcome['release_id']} verified, nothing published")
@@ -530,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except PrivgateError as exc:
         kind = "blocked" if exc.exit_code == 3 else "error"
+        if exc.report_path:
+            print(f"report: {exc.report_path}", flush=True)
         print(f"privgate: {kind}: {exc}", file=sys.stderr)
         return exc.exit_code
     except Exception as exc:

@@ -26,7 +26,7 @@ from prefect.transactions import transaction
 
 from privgate.core.dp import pipeline
 from privgate.core.dp.release import DPTable
-from privgate.core.exceptions import GateBlockedError, UtilityBlockedError
+from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import discard, sha256_file
@@ -85,12 +85,7 @@ def dp_release(
         return Completed(message=outcome["message"], data=outcome)
     run_id = str(flow_run.get_id() or f"local-{uuid.uuid4()}")
     table = dp_release_task(checked, policy, hierarchies, release_id, run_id)
-    utility_decision = dp_utility_gate_task(table, policy)
-    if not utility_decision.passed:
-        raise UtilityBlockedError(
-            f"utility gate blocked DP release {release_id}: {utility_decision.summary}",
-            utility_decision,
-        )
+    utility_decision = dp_utility_gate_task(table, policy, release_id)  # raises if blocked
     staged, decision = dp_gate_task(table, policy, release_id)
     outcome = {
         "release_id": release_id,

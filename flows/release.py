@@ -27,16 +27,21 @@ import pandas as pd
 from prefect import flow
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
-from prefect.states import Completed, State
+from prefect.states import Completed, Failed, State
 from prefect.transactions import transaction
 
 from privgate.core.anonymize import SearchSetup, select_releases
 from privgate.core.cache_keys import StageTokens, stage_tokens, utility_token
-from privgate.core.exceptions import GateBlockedError, PublishError, UtilityBlockedError
+from privgate.core.exceptions import (
+    GateBlockedError,
+    PrivgateError,
+    PublishError,
+    UtilityBlockedError,
+)
 from privgate.core.gate import GateDecision
 from privgate.core.manifest import build_manifest, release_id_for, run_facts
 from privgate.core.policy import ReleasePolicy
-from privgate.core.publish import StagedRelease, discard, sha256_file
+from privgate.core.publish import StagedRelease, discard, published_by, sha256_file
 from privgate.core.ranking import Ranking
 from privgate.core.report import REPORT_FILE, ReleaseReport, blocked_report_path, build_report
 from privgate.core.stages import AnonymizedTable, IngestedTable
@@ -59,9 +64,30 @@ def release_flow(parameters: ReleaseParameters) -> State:
     """Produce the verified releases of the table a policy describes.
 
     Returns a Completed state whose data (what a caller of the flow receives) holds the
-    release id, path, whether it was published, the gate's decision and the metrics; a run
-    that makes several releases adds ``releases`` (each of them) and ``tiers``.
+    release id, path, whether it was published (``already_published_by``: the run that did,
+    when a duplicated or retried run finds its release in place), the gate's decision and the
+    metrics; a run that makes several releases adds ``releases`` (each of them) and ``tiers``.
+
+    A refusal (a blocking gate, bad input) ends the run Failed with the decision as the first
+    words of its state message, which is what the UI shows on the run (Prefect's own message
+    would start with "Flow run encountered an exception"); a caller of the flow gets the
+    refusal raised.
     """
+    try:
+        return _release(parameters)
+    except PrivgateError as exc:
+        return Failed(message=state_message(exc), data=exc)
+
+
+def state_message(exc: PrivgateError) -> str:
+    """A refused run's state message: the decision first, then where its report is."""
+    text = str(exc) if exc.exit_code == 3 else f"error: {exc}"
+    if exc.report_path:
+        text += f"; report: {exc.report_path}"
+    return text
+
+
+def _release(parameters: ReleaseParameters) -> State:
     policy = parameters.policy()
     release_date = parameters.release_date or datetime.now(UTC).date()
     get_run_logger().info(prepare_private_results(policy))
@@ -152,8 +178,17 @@ def _verify(
     release_id = table.release_id(run.release_id)
     token = utility_token(table.release_id(run.tokens.anonymize), policy)
     utility = utility_task(validated, table, policy, hierarchies, token)
-    utility_decision = utility_gate_task(utility, policy)
-    staged, decision = gate_task(table, run.setup, policy, release_id, run.ingested.rows)
+    # A blocking gate fails its own task (red in the UI); the run still writes the report with
+    # both decisions before the refusal is raised again.
+    try:
+        utility_decision = utility_gate_task(utility, policy, release_id)
+    except UtilityBlockedError as exc:
+        utility_decision = exc.decision
+    staged: StagedRelease | None = None
+    try:
+        staged, decision = gate_task(table, run.setup, policy, release_id, run.ingested.rows)
+    except GateBlockedError as exc:
+        decision = exc.decision
     run_id = str(flow_run.get_id() or "")
     try:
         passed = decision.passed and utility_decision.passed
@@ -183,15 +218,19 @@ def _verify(
         if not passed:
             blocked = blocked_report_path(policy.output.directory, policy.dataset, release_id)
             report_task(report, None if dry_run else blocked)
-        if not decision.passed:
-            raise GateBlockedError(
-                f"gate blocked release {release_id}: {decision.summary}", decision
-            )
-        if not utility_decision.passed:
-            raise UtilityBlockedError(
-                f"utility gate blocked release {release_id}: {utility_decision.summary}",
-                utility_decision,
-            )
+            error: GateBlockedError | UtilityBlockedError
+            if not decision.passed:
+                error = GateBlockedError(
+                    f"gate blocked release {release_id}: {decision.summary}", decision
+                )
+            else:
+                error = UtilityBlockedError(
+                    f"utility gate blocked release {release_id}: {utility_decision.summary}",
+                    utility_decision,
+                )
+            error.report_path = None if dry_run else str(blocked)
+            raise error
+        assert staged is not None  # both gates passed, so the gate staged the release
         manifest = build_manifest(
             policy=policy,
             release_id=release_id,
@@ -224,11 +263,13 @@ def _verify(
             )
             manifest["report"] = {"file": REPORT_FILE, "sha256": sha256_file(written)}
     except OSError as exc:  # a full disk while the Data Docs or the report are written
-        discard(staged)
-        where = staged.staging_dir.parent
+        if staged is not None:
+            discard(staged)
+        where = policy.output.directory / policy.dataset
         raise PublishError(f"cannot write the release into {where}: {exc}") from None
     except BaseException:
-        discard(staged)
+        if staged is not None:
+            discard(staged)
         raise
     outcome = {
         "release_id": release_id,
@@ -254,11 +295,15 @@ def _publish(
                 report_task(item.report, None)
                 log.info("dry run: release %s verified, not published", item.staged.release_id)
         else:
+            earlier = [published_by(item.staged.final_dir) for item in verified]
             with transaction():
                 paths = [publish_task(item.staged, item.manifest) for item in verified]
-            for item, path in zip(verified, paths, strict=True):
-                log.info("released %s: %s", path, item.decision.summary)
-                item.outcome.update(path=str(path), published=True)
+            for item, path, run in zip(verified, paths, earlier, strict=True):
+                if run is None:
+                    log.info("released %s: %s", path, item.decision.summary)
+                else:  # a duplicated or retried run: same release id, nothing new written
+                    log.info("already published by run %s: %s", run, path)
+                item.outcome.update(path=str(path), published=True, already_published_by=run)
     finally:
         for item in verified:
             if item.staged.staging_dir.exists():
@@ -279,6 +324,11 @@ def _publish(
     gate = verified[-1].decision.summary
     if dry_run:
         message = f"dry run, gate {gate}; nothing published"
+    elif len(outcomes) == 1 and outcome.get("already_published_by"):
+        message = (
+            f"gate {gate}; already published by run {outcome['already_published_by']}: "
+            f"{outcome['path']}"
+        )
     elif len(outcomes) == 1:
         message = f"gate {gate}; published {outcome['path']}"
     else:

@@ -17,6 +17,7 @@ from prefect.logging import get_run_logger
 
 from privgate.core.dp import pipeline
 from privgate.core.dp.release import DPTable, check_dp_utility, open_ledger, run_dp_release
+from privgate.core.exceptions import UtilityBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import ReleasePolicy
@@ -66,11 +67,18 @@ def dp_release_task(
 
 
 @task(name="utility-gate-dp", timeout_seconds=120)
-def dp_utility_gate_task(table: DPTable, policy: ReleasePolicy):
-    """The DP utility gate: thresholds computed from the DP output alone."""
+def dp_utility_gate_task(table: DPTable, policy: ReleasePolicy, release_id: str):
+    """The DP utility gate: thresholds computed from the DP output alone.
+
+    A violated threshold fails this task (red in the UI) with :class:`UtilityBlockedError`.
+    """
     decision = check_dp_utility(table, policy)
     log = get_run_logger()
     (log.info if decision.passed else log.error)("utility gate: %s", decision.summary)
+    if not decision.passed:
+        raise UtilityBlockedError(
+            f"utility gate blocked DP release {release_id}: {decision.summary}", decision
+        )
     return decision
 
 

@@ -1,4 +1,10 @@
-"""Gate task: stage the release, re-read it, and verify every criterion (never cached)."""
+"""Gate task: stage the release, re-read it, and verify every criterion (never cached).
+
+A blocked release fails the task itself (red in the UI, the gate's reasons as its state
+message), so the stage that stopped the run is the one that shows it. The flow catches the
+:class:`~privgate.core.exceptions.GateBlockedError`, takes the decision it carries for the
+report, and raises it again.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from prefect.logging import get_run_logger
 
 from privgate.core import stages
 from privgate.core.anonymize import SearchSetup
+from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import StagedRelease, discard
@@ -23,7 +30,11 @@ def gate_task(
     input_rows: int,
 ) -> tuple[StagedRelease, GateDecision]:
     """Write to staging and verify the file as written, over the quasi-identifiers the run
-    planned the release to cover; the decision is returned as data."""
+    planned the release to cover.
+
+    Returns the staged release and the decision when it passes; when it is blocked, the
+    staging folder is removed and :class:`GateBlockedError` (holding the decision) is raised.
+    """
     started = time.perf_counter()
     staged = stages.stage(table, policy, release_id)
     try:
@@ -35,4 +46,7 @@ def gate_task(
     (log.info if decision.passed else log.error)(
         "gate: %s (%.2fs)", decision.summary, time.perf_counter() - started
     )
+    if not decision.passed:
+        discard(staged)
+        raise GateBlockedError(f"gate blocked release {release_id}: {decision.summary}", decision)
     return staged, decision

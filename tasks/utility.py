@@ -14,6 +14,7 @@ from prefect import task
 from prefect.logging import get_run_logger
 
 from privgate.core import stages
+from privgate.core.exceptions import UtilityBlockedError
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import ReleasePolicy
 from privgate.core.utility import UtilityDecision, UtilityReport, check_utility, measure_utility
@@ -38,9 +39,19 @@ def utility_task(
 
 
 @task(name="utility-gate", timeout_seconds=120)
-def utility_gate_task(utility: UtilityReport, policy: ReleasePolicy) -> UtilityDecision:
-    """The policy's utility thresholds on the measured utility; the decision is data."""
+def utility_gate_task(
+    utility: UtilityReport, policy: ReleasePolicy, release_id: str
+) -> UtilityDecision:
+    """The policy's utility thresholds on the measured utility.
+
+    A violated threshold fails this task (red in the UI, the reasons as its state message) with
+    :class:`UtilityBlockedError`, which carries the decision for the flow's report.
+    """
     decision = check_utility(utility, policy.utility.thresholds if policy.utility else None)
     log = get_run_logger()
     (log.info if decision.passed else log.error)("utility gate: %s", decision.summary)
+    if not decision.passed:
+        raise UtilityBlockedError(
+            f"utility gate blocked release {release_id}: {decision.summary}", decision
+        )
     return decision

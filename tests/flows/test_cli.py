@@ -211,3 +211,20 @@ def test_dp_dry_run_through_the_cli_draws_reserves_and_creates_nothing(
     assert not (tmp_path / "out" / "adult-dp").exists() or not any(
         (tmp_path / "out" / "adult-dp").iterdir()
     )
+
+
+def test_a_blocked_run_prints_its_report_path(tmp_path, capsys, monkeypatch):
+    """The refusal's report path goes to stdout (scripts read it), the decision to stderr."""
+    from privgate.core.exceptions import GateBlockedError
+    from privgate.flows import cli
+
+    def blocked(*args, **kwargs):
+        error = GateBlockedError("gate blocked release r1: BLOCKED: 5-anonymity not met", None)
+        error.report_path = str(tmp_path / "blocked" / "r1" / "report.html")
+        raise error
+
+    monkeypatch.setattr(cli, "_run_release", blocked)
+    assert main(["run", str(REPO / "policies" / "adult.yaml")]) == 3
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1] == f"report: {tmp_path / 'blocked' / 'r1' / 'report.html'}"
+    assert err.strip() == "privgate: blocked: gate blocked release r1: BLOCKED: 5-anonymity not met"

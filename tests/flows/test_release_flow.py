@@ -38,10 +38,12 @@ def _run(tmp_path: Path, **params):
 
     overrides = {"output.directory": str(tmp_path / "releases")}
     overrides.update(params.pop("overrides", {}))
+    return_state = params.pop("return_state", False)
     return release_flow(
         ReleaseParameters(
             policy_path=str(ADULT_POLICY), release_date=RELEASE_DATE, overrides=overrides, **params
-        )
+        ),
+        return_state=return_state,
     )
 
 
@@ -91,14 +93,27 @@ def test_impossible_k_is_refused_and_publishes_nothing(prefect_harness, shared_d
 def test_gate_blocks_a_release_that_is_not_k_anonymous(
     prefect_harness, shared_data, tmp_path, lying_algorithm
 ):
-    """Make the algorithm lie (publish the raw QIs); the gate must catch it on the file."""
+    """Make the algorithm lie (publish the raw QIs); the gate must catch it on the file.
+
+    What the UI shows: the gate's own task ends Failed with the gate's reasons, and the run's
+    state message starts with the decision and names the blocked report."""
     shared_data("arx/adult.csv")
-    with pytest.raises(GateBlockedError, match="5-anonymity not met") as info:
-        # A suppression limit no other test uses: the liar's persisted result must not be
-        # reused by another test's run.
-        _run(tmp_path, overrides={"privacy.suppression_limit": 0.0199})
-    assert info.value.decision.passed is False
-    assert info.value.decision.measurements["min_class_size"] == 1
+    # A suppression limit no other test uses: the liar's persisted result must not be reused
+    # by another test's run.
+    state = _run(tmp_path, overrides={"privacy.suppression_limit": 0.0199}, return_state=True)
+    assert state.is_failed()
+    refusal = state.result(raise_on_failure=False)
+    assert isinstance(refusal, GateBlockedError)
+    assert refusal.decision.passed is False
+    assert refusal.decision.measurements["min_class_size"] == 1
+    assert state.message.startswith("gate blocked release "), state.message
+    assert "5-anonymity not met" in state.message
+    report = Path(state.message.rsplit("; report: ", 1)[1])
+    assert report.is_file() and report.parent.parent.name == "blocked"
+    tasks = _task_states(state.state_details.flow_run_id, full=True)
+    assert tasks["verify-and-gate"].is_failed(), tasks
+    assert "5-anonymity not met" in tasks["verify-and-gate"].message
+    assert tasks["report"].is_completed()
     assert _published(tmp_path) == [] and _leftovers(tmp_path) == []
 
 
@@ -121,10 +136,16 @@ def test_same_data_policy_and_date_publish_once(prefect_harness, shared_data, tm
     shared_data("arx/adult.csv")
     first = _run(tmp_path, k=5)
     manifest = (Path(first["path"]) / "manifest.json").read_text()
-    second = _run(tmp_path, k=5)
-    assert second["release_id"] == first["release_id"]
+    assert first["already_published_by"] is None
+    second = _run(tmp_path, k=5, return_state=True)
+    outcome = second.result()
+    assert outcome["release_id"] == first["release_id"]
     assert len(_published(tmp_path)) == 1
     assert (Path(first["path"]) / "manifest.json").read_text() == manifest
+    # The duplicate says so, naming the run that published (the UI shows this message).
+    first_run = json.loads(manifest)["run_id"]
+    assert outcome["already_published_by"] == first_run
+    assert f"already published by run {first_run}: {first['path']}" in second.message
 
 
 def test_dry_run_verifies_but_publishes_nothing(prefect_harness, shared_data, tmp_path):
@@ -160,8 +181,8 @@ def test_l_diversity_policy_is_enforced_and_verified(prefect_harness, shared_dat
     assert outcome["gate"]["measurements"]["achieved"]["distinct-2-diversity(salary-class)"] >= 2
 
 
-def _task_states(flow_run_id) -> dict[str, str]:
-    """Task name -> state name of one flow run, read back through the API."""
+def _task_states(flow_run_id, full: bool = False) -> dict:
+    """Task name -> state name (``full``: the state) of one flow run, read through the API."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
@@ -169,7 +190,7 @@ def _task_states(flow_run_id) -> dict[str, str]:
         runs = client.read_task_runs(
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
         )
-    return {run.name.rsplit("-", 1)[0]: run.state.name for run in runs}
+    return {run.name.rsplit("-", 1)[0]: run.state if full else run.state.name for run in runs}
 
 
 def test_rerun_after_a_failure_reuses_the_stages_that_succeeded(

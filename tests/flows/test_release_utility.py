@@ -90,6 +90,7 @@ def test_utility_gate_blocks_and_publishes_nothing(prefect_harness, shared_data,
     root = tmp_path / "releases" / "adult"
     assert list(root.glob("*/manifest.json")) == [] and list(root.glob(".staging-*")) == []
     (blocked,) = root.glob("blocked/*/report.html")
+    assert info.value.report_path == str(blocked)  # printed by the CLI, named in the UI
     html = blocked.read_text()
     assert "BLOCKED by the utility gate" in html and "below min_auc_ratio = 1.5" in html
     assert sorted(p.name for p in root.iterdir()) == ["blocked"]

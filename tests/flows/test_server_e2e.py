@@ -143,6 +143,19 @@ def served(server, tmp_path_factory):
         serving.stop()
 
 
+def _create_run(api: str, deployment_id: str, json: dict, timeout: float = 10) -> httpx.Response:
+    """What the UI's Run button sends. A busy server may answer 503 for a moment (its SQLite
+    database locked by the scheduler): the UI shows an error and the user clicks again."""
+    deadline = time.monotonic() + 60
+    while True:
+        response = httpx.post(
+            f"{api}/deployments/{deployment_id}/create_flow_run", json=json, timeout=timeout
+        )
+        if response.status_code != 503 or time.monotonic() > deadline:
+            return response
+        time.sleep(2)
+
+
 def _run_state(api: str, run_id: str) -> dict:
     return httpx.get(f"{api}/flow_runs/{run_id}", timeout=5).json()
 
@@ -171,7 +184,7 @@ def test_quick_run_completes_and_publishes(server, served):
     api = server["api"]
     deployment_id = served.deployment["id"]
     # What the UI's "Quick run" button sends: a run of the deployment with its defaults.
-    created = httpx.post(f"{api}/deployments/{deployment_id}/create_flow_run", json={}, timeout=10)
+    created = _create_run(api, deployment_id, json={}, timeout=10)
     assert created.status_code == 201, created.text
     run = _wait_terminal(api, created.json()["id"])
     assert run["state"]["type"] == "COMPLETED", (
@@ -182,6 +195,13 @@ def test_quick_run_completes_and_publishes(server, served):
     releases = [p for p in (served.output / "adult").iterdir() if p.is_dir()]
     assert len(releases) == 1
     assert (releases[0] / "release.csv").is_file() and (releases[0] / "manifest.json").is_file()
+
+    # Pressed twice (same data, policy and day): the second run says who published the release.
+    again = _create_run(api, deployment_id, json={}, timeout=10)
+    second = _wait_terminal(api, again.json()["id"])
+    assert second["state"]["type"] == "COMPLETED", second["state"]
+    assert f"already published by run {run['id']}: {releases[0]}" in second["state"]["message"]
+    assert [p for p in (served.output / "adult").iterdir() if p.is_dir()] == releases
 
 
 def _write_policy(path: Path, max_loss: float) -> None:
@@ -215,8 +235,9 @@ def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_sta
             "overrides": {"output.directory": str(output)},
         }
     }
-    created = httpx.post(
-        f"{api}/deployments/{deployment_id}/create_flow_run",
+    created = _create_run(
+        api,
+        deployment_id,
         json={"parameters": parameters},
         timeout=10,
     )
@@ -224,8 +245,17 @@ def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_sta
     run_id = created.json()["id"]
     failed = _wait_terminal(api, run_id)
     assert failed["state"]["type"] == "FAILED"
-    assert "utility gate blocked" in failed["state"]["message"], failed["state"]
-    first = {t["name"].rsplit("-", 1)[0]: t["state"]["name"] for t in _task_runs(api, run_id)}
+    # The UI tells the story: the run's message leads with the decision and names the report,
+    # the stage that blocked is the one that failed (red), with the reasons as its message.
+    message = failed["state"]["message"]
+    assert message.startswith("utility gate blocked release "), failed["state"]
+    assert "; report: " in message and message.endswith("report.html"), message
+    tasks = {t["name"].rsplit("-", 1)[0]: t["state"] for t in _task_runs(api, run_id)}
+    assert tasks["utility-gate"]["type"] == "FAILED", tasks
+    assert "max_loss" in tasks["utility-gate"]["message"], tasks["utility-gate"]
+    assert {n for n, t in tasks.items() if t["type"] == "FAILED"} == {"utility-gate"}, tasks
+    _screenshot_run(server["port"], run_id, "ui-blocked-run.png")
+    first = {name: state["name"] for name, state in tasks.items()}
     assert first["anonymize"] == "Completed", first  # k=6 is new: the search ran
     assert not (output / "adult").exists() or not list((output / "adult").glob("*/manifest.json"))
 
@@ -279,8 +309,9 @@ def test_dp_run_failing_the_utility_check_is_retried_without_a_second_spend(
     output = tmp_path / "out"
     policy = tmp_path / "adult-dp.yaml"
     _write_dp_policy(policy, output, max_relative_noise=1e-9)
-    created = httpx.post(
-        f"{api}/deployments/{served.deployment['id']}/create_flow_run",
+    created = _create_run(
+        api,
+        served.deployment["id"],
         json={"parameters": {"parameters": {"policy_path": str(policy)}}},
         timeout=10,
     )
@@ -420,6 +451,23 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _screenshot_run(port: int, run_id: str, name: str) -> None:
+    """The run's page in Chromium, on its task-runs tab (kept in test-artifacts/)."""
+    sync_playwright = _browser_or_skip()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
+            page.get_by_text("Failed").first.wait_for(timeout=30_000)
+            page.get_by_text("Task Runs", exact=True).first.click()
+            page.get_by_text("utility-gate").first.wait_for(timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+        finally:
+            browser.close()
+
+
 def _retry_from_the_ui(port: int, run_id: str) -> None:
     """Click Retry on the Crashed run's page, as an operator would (screenshots kept)."""
     sync_playwright = _browser_or_skip()
@@ -460,8 +508,9 @@ def test_runs_killed_with_their_worker_become_crashed_and_a_retry_publishes_once
                "overrides": {"output.directory": str(output)}}),
         ("dp", {"policy_path": str(dp_policy)}),
     ):  # fmt: skip
-        created = httpx.post(
-            f"{api}/deployments/{served.deployment['id']}/create_flow_run",
+        created = _create_run(
+            api,
+            served.deployment["id"],
             json={"parameters": {"parameters": parameters}},
             timeout=10,
         )
