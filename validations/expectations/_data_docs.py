@@ -9,6 +9,7 @@ from typing import Any
 
 from privgate.validations.expectations._gx import SITE_NAME, ephemeral_context, gx_api
 from privgate.validations.expectations._messages import format_check
+from privgate.validations.offline_assets import localize_data_docs
 
 __all__ = ["write_data_docs"]
 
@@ -53,6 +54,7 @@ def write_data_docs(summaries: Sequence[Mapping[str, Any]], directory: str | Pat
         context.build_data_docs(site_names=[SITE_NAME])
         _make_readable_offline(site_dir, summary)
         written[summary["kind"]] = str(site_dir / "index.html")
+    localize_data_docs(directory)  # the CDN assets shipped in directory/vendor/: no network
     return written
 
 
