@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from privgate.core.exceptions import HierarchyError
 from privgate.core.hierarchy import Hierarchy
 
 __all__ = [
@@ -121,12 +120,9 @@ def encode_column(name: str, values: object, hierarchy: Hierarchy) -> EncodedCol
         A missing value, or a value the hierarchy does not cover.
     """
     codes, uniques = factorize(values)
-    if (codes < 0).any():
-        missing = np.flatnonzero(codes < 0)
-        raise HierarchyError(
-            f"column {name!r}: {len(missing)} missing value(s) in a quasi-identifier "
-            f"(first at row {int(missing[0])}); a hierarchy cannot generalize a missing cell"
-        )
+    if (codes < 0).any():  # a missing cell is a value of its own, which the hierarchy places
+        codes = np.where(codes < 0, len(uniques), codes).astype(np.int32)
+        uniques = np.append(uniques, np.array([None], dtype=object))
     table = hierarchy.generalize(list(uniques))
     level_maps, labels = [], []
     for level in range(table.shape[1]):

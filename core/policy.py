@@ -24,9 +24,11 @@ Examples
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -47,6 +49,9 @@ from privgate.core.exceptions import PolicyError
 __all__ = [
     "ARXHierarchySpec",
     "Algorithm",
+    "check_band_levels",
+    "BandsHierarchySpec",
+    "DateHierarchySpec",
     "AlgorithmSpec",
     "ColumnSpec",
     "ColumnType",
@@ -94,6 +99,16 @@ class ColumnType(StrEnum):
     STRING = "string"
     INTEGER = "integer"
     FLOAT = "float"
+    #: ISO 8601 dates (``2024-03-15``), kept as text; generalized by a ``date`` hierarchy
+    DATE = "date"
+    #: ISO 8601 timestamps (``2024-03-15T10:22:05``, ``2024-03-15 10:22``), kept as text
+    DATETIME = "datetime"
+
+
+#: Column types whose values are numbers.
+NUMERIC_TYPES = frozenset({ColumnType.INTEGER, ColumnType.FLOAT})
+#: Column types whose values are calendar dates or timestamps.
+DATE_TYPES = frozenset({ColumnType.DATE, ColumnType.DATETIME})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,6 +170,110 @@ class MaskingHierarchySpec(_Strict):
         return levels
 
 
+def _num(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
+
+
+def check_band_levels(levels: Sequence[Sequence[float]], top_coding: bool) -> None:
+    """Refuse band levels that overlap, leave gaps, or do not nest; the message says which.
+
+    ``levels[0]`` are the finest edges; each later list must be a coarser level whose bands
+    are unions of the finer level's bands: it starts at the same first edge (otherwise values
+    between the two first edges would be in no band: a gap), uses only finer edges (an edge
+    inside a finer band would put that band into two coarser ones: an overlap) and, without
+    top-coding, ends at the same last edge (a gap at the top).
+
+    Raises
+    ------
+    ValueError
+    """
+    for number, edges in enumerate(levels, start=1):
+        if len(edges) < 2:
+            raise ValueError(f"level {number} needs at least two edges (one band)")
+        for low, high in zip(edges, edges[1:], strict=False):
+            if high <= low:
+                raise ValueError(
+                    f"level {number}: edges must increase; {_num(high)} after {_num(low)} "
+                    "would make bands overlap"
+                )
+    for number, (finer, coarser) in enumerate(zip(levels, levels[1:], strict=False), start=2):
+        if coarser[0] != finer[0]:
+            low, high = sorted((finer[0], coarser[0]))
+            raise ValueError(
+                f"level {number} starts at {_num(coarser[0])}, level {number - 1} at "
+                f"{_num(finer[0])}: values from {_num(low)} to {_num(high)} would be in no "
+                f"band of one of them (a gap); start every level at {_num(finer[0])}"
+            )
+        for edge in coarser:
+            if edge not in finer:
+                i = bisect.bisect_right(finer, edge)
+                if i == len(finer):
+                    where = f"above the last edge {_num(finer[-1])} of level {number - 1}"
+                else:
+                    where = f"inside the band [{_num(finer[i - 1])}, {_num(finer[i])})"
+                raise ValueError(
+                    f"level {number}: edge {_num(edge)} lies {where}, which would overlap two "
+                    f"bands of level {number}; a coarser level may only use edges of the finer "
+                    "one"
+                )
+        if not top_coding and coarser[-1] != finer[-1]:
+            raise ValueError(
+                f"level {number} ends at {_num(coarser[-1])}, level {number - 1} at "
+                f"{_num(finer[-1])}: without top_coding values from {_num(coarser[-1])} on "
+                f"would be in no band of level {number} (a gap)"
+            )
+
+
+class BandsHierarchySpec(_Strict):
+    """Numeric bands with uneven edges and top-/bottom-coding.
+
+    ``edges: [0, 18, 45, 65, 90]`` gives level 1 = ``<18, 18-44, 45-64, 65-89, 90+``:
+    bands ``[0, 18), [18, 45), ...``; with ``bottom_coding`` (default) the first band is shown
+    as ``<18``, with ``top_coding`` (default) every value from the last edge up is ``90+``
+    (without it the last edge ends the last band and larger values are refused). ``coarser``
+    adds levels, each a list of edges taken from the level below (``[[0, 45, 90]]`` gives
+    ``<45, 45-89, 90+``). Values below the first edge are refused. Edges that do not increase
+    (overlap), a coarser edge inside a finer band (overlap), or a level that leaves part of the
+    range uncovered (gap) are policy errors.
+    """
+
+    kind: Literal["bands"]
+    edges: list[float] = Field(min_length=2)
+    coarser: list[list[float]] = Field(default_factory=list)
+    bottom_coding: bool = True
+    top_coding: bool = True
+
+    @model_validator(mode="after")
+    def _bands_fit(self) -> BandsHierarchySpec:
+        check_band_levels([self.edges, *self.coarser], self.top_coding)
+        return self
+
+
+DateStep = Literal["day", "month", "year", "5-year", "10-year"]
+
+
+class DateHierarchySpec(_Strict):
+    """Calendar generalization of a ``date`` or ``datetime`` column, one step per level, then ``*``.
+
+    ``steps`` (finest first) default to ``[month, year, 5-year]`` for a date column and
+    ``[day, month, year, 5-year]`` for a timestamp column: ``2024-03-15T10:22`` ->
+    ``2024-03-15`` -> ``2024-03`` -> ``2024`` -> ``2020-2024`` -> ``*``.
+    """
+
+    kind: Literal["date"]
+    steps: list[DateStep] | None = Field(default=None, min_length=1)
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_ordered(cls, steps: list[str] | None) -> list[str] | None:
+        order = ["day", "month", "year", "5-year", "10-year"]
+        if steps is not None and [order.index(s) for s in steps] != sorted(
+            {order.index(s) for s in steps}
+        ):
+            raise ValueError(f"steps must be distinct and finest first, in the order {order}")
+        return steps
+
+
 class TaxonomyHierarchySpec(_Strict):
     """A categorical taxonomy written in the policy, as a nested mapping ending in value lists.
 
@@ -167,7 +286,12 @@ class TaxonomyHierarchySpec(_Strict):
 
 
 HierarchySpec = Annotated[
-    ARXHierarchySpec | IntervalHierarchySpec | MaskingHierarchySpec | TaxonomyHierarchySpec,
+    ARXHierarchySpec
+    | IntervalHierarchySpec
+    | MaskingHierarchySpec
+    | TaxonomyHierarchySpec
+    | BandsHierarchySpec
+    | DateHierarchySpec,
     Field(discriminator="kind"),
 ]
 
@@ -199,7 +323,41 @@ class ColumnSpec(_Strict):
             ColumnType.STRING,
         ):
             raise ValueError("'categories' applies to categorical or string columns only")
+        if (self.minimum is not None or self.maximum is not None) and self.type in DATE_TYPES:
+            raise ValueError(f"'minimum'/'maximum' apply to numeric columns, not {self.type}")
+        self._hierarchy_fits_type()
         return self
+
+    def _hierarchy_fits_type(self) -> None:
+        h = self.hierarchy
+        if isinstance(h, BandsHierarchySpec):
+            if self.type not in NUMERIC_TYPES:
+                raise ValueError(f"a 'bands' hierarchy needs a numeric type, not {self.type}")
+            if self.type is ColumnType.INTEGER and not all(
+                float(e).is_integer() for edges in [h.edges, *h.coarser] for e in edges
+            ):
+                raise ValueError("the bands of an integer column need whole-number edges")
+            if self.minimum is not None and self.minimum < h.edges[0]:
+                raise ValueError(
+                    f"minimum is {self.minimum:g} but the first band starts at {h.edges[0]:g}: "
+                    f"values from {self.minimum:g} to {h.edges[0]:g} would be in no band (a "
+                    "gap); lower the first edge or raise the minimum"
+                )
+            if not h.top_coding and self.maximum is not None and self.maximum >= h.edges[-1]:
+                raise ValueError(
+                    f"maximum is {self.maximum:g} but without top_coding the bands end below "
+                    f"{h.edges[-1]:g}: values from {h.edges[-1]:g} up would be in no band (a "
+                    "gap); add an edge above the maximum or set top_coding: true"
+                )
+        if isinstance(h, DateHierarchySpec) and self.type not in DATE_TYPES:
+            raise ValueError(f"a 'date' hierarchy needs type 'date' or 'datetime', not {self.type}")
+        if self.type in DATE_TYPES and isinstance(
+            h, IntervalHierarchySpec | BandsHierarchySpec | MaskingHierarchySpec
+        ):
+            raise ValueError(
+                f"a {self.type} column is generalized by a 'date' hierarchy (or an 'arx' file "
+                f"or a 'taxonomy'), not by {h.kind!r}"
+            )
 
     @property
     def is_numeric(self) -> bool:
@@ -208,7 +366,12 @@ class ColumnSpec(_Strict):
 
     @property
     def allows_missing(self) -> bool:
-        """Quasi-identifiers default to non-null: a hierarchy cannot generalize a missing cell."""
+        """Quasi-identifiers default to non-null; ``nullable: true`` lets them hold missing cells.
+
+        A missing cell of a quasi-identifier is a value its hierarchy places: by default a leaf
+        directly under the root (it stays missing below the top level and becomes ``*`` at the
+        top), or wherever a row for the empty value in an ARX file or taxonomy puts it.
+        """
         if self.nullable is not None:
             return self.nullable
         return self.role is not Role.QUASI_IDENTIFIER
@@ -295,18 +458,30 @@ class RiskSpec(_Strict):
         return self
 
 
-#: The smallest ``k`` a policy (or a run's override) accepts.
-K_MINIMUM = 1
+#: The smallest ``k`` a policy (or a run's override) accepts: with ``k = 1`` every record may
+#: sit alone in its class, which protects nobody.
+K_MINIMUM = 2
 
 
 class PrivacySpec(_Strict):
     """The privacy model the release must satisfy, as written: verified, never assumed."""
 
-    k: int = Field(ge=K_MINIMUM)
+    k: int
     suppression_limit: float = Field(default=0.0, ge=0.0, le=1.0)
     l_diversity: list[LDiversitySpec] = Field(default_factory=list)
     t_closeness: list[TClosenessSpec] = Field(default_factory=list)
     risk: RiskSpec | None = None
+
+    @field_validator("k")
+    @classmethod
+    def _k_protects(cls, k: int) -> int:
+        if k < K_MINIMUM:
+            raise ValueError(
+                f"k = {k} protects nobody: with k < 2 every record may sit alone in its class, "
+                "so the release would publish the quasi-identifiers as they are while the gate "
+                "reports PASSED; use k >= 2 (5 or more is usual)"
+            )
+        return k
 
 
 class Algorithm(StrEnum):
@@ -622,7 +797,22 @@ class ReleasePolicy(_Strict):
             self._check_released_target("utility.target", target)
         if self.privacy is not None:
             self._check_privacy_columns(self.privacy)
+        self._check_missing_supported()
         return self
+
+    def _check_missing_supported(self) -> None:
+        """Refuse, by column, a nullable quasi-identifier the chosen algorithm cannot place."""
+        if self.algorithm.name is not Algorithm.MONDRIAN:
+            return
+        for name in self.quasi_identifiers:
+            spec = self.columns[name]
+            if spec.type in NUMERIC_TYPES and spec.allows_missing:
+                raise ValueError(
+                    f"columns.{name}: Mondrian cuts numeric quasi-identifiers into ranges and "
+                    "cannot place a missing cell in one; remove 'nullable: true' (and the missing "
+                    "cells), or choose the optimal algorithm, whose hierarchies place a missing "
+                    "cell as a value of its own"
+                )
 
     def _check_privacy_columns(self, privacy: PrivacySpec) -> None:
         sensitive = set(self.sensitive_columns)

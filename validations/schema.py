@@ -13,6 +13,7 @@ both a :class:`SchemaValidationError` and a :class:`HierarchyError`.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 
 import pandas as pd
@@ -20,12 +21,20 @@ import pandera.pandas as pa
 from pandera.errors import SchemaError, SchemaErrors
 
 from privgate.core.exceptions import HierarchyError, SchemaValidationError
-from privgate.core.hierarchy import ARXHierarchy, Hierarchy, MaskingHierarchy, value_key
-from privgate.core.policy import ColumnSpec, ColumnType, ReleasePolicy
+from privgate.core.hierarchy import (
+    ARXHierarchy,
+    Hierarchy,
+    MaskingHierarchy,
+    parse_iso_date,
+    quote_values,
+    value_key,
+)
+from privgate.core.policy import DATE_TYPES, ColumnSpec, ColumnType, ReleasePolicy
 
 __all__ = [
     "HierarchyCoverageError",
     "build_input_schema",
+    "input_warnings",
     "validate_columns",
     "validate_input",
 ]
@@ -40,6 +49,8 @@ _DTYPES = {
     ColumnType.STRING: "string",
     ColumnType.INTEGER: "Int64",
     ColumnType.FLOAT: "Float64",
+    ColumnType.DATE: "string",
+    ColumnType.DATETIME: "string",
 }
 
 #: At most this many failing cells are quoted in the error message (all are in ``failures``).
@@ -89,14 +100,46 @@ def _is_coverage(check: str) -> bool:
     )
 
 
+def _date_check(spec: ColumnSpec) -> pa.Check:
+    """ISO dates (``date``) or ISO dates and timestamps (``datetime``), checked once per value."""
+    timestamp = spec.type is ColumnType.DATETIME
+
+    def parses(value: object) -> bool:
+        try:
+            parse_iso_date(str(value), timestamp=timestamp)
+        except ValueError:
+            return False
+        return True
+
+    def check(series: pd.Series) -> pd.Series:
+        good = [v for v in pd.unique(series.dropna()) if parses(v)]
+        return series.isna() | series.isin(good)
+
+    name = "ISO date or timestamp" if timestamp else "ISO date (YYYY-MM-DD)"
+    return pa.Check(check, element_wise=False, error=name)
+
+
+def _categories_check(categories: list[str]) -> pa.Check:
+    """Declared categories, compared in Unicode NFC (as hierarchies compare values)."""
+    allowed = {unicodedata.normalize("NFC", c) for c in categories}
+
+    def check(series: pd.Series) -> pd.Series:
+        good = [v for v in pd.unique(series.dropna()) if value_key(v) in allowed]
+        return series.isna() | series.isin(good)
+
+    return pa.Check(check, element_wise=False, error="value in the declared categories")
+
+
 def _checks(spec: ColumnSpec, hierarchy: Hierarchy | None) -> list[pa.Check]:
     checks = []
     if spec.minimum is not None:
         checks.append(pa.Check.ge(spec.minimum, error=f"value >= {spec.minimum:g}"))
     if spec.maximum is not None:
         checks.append(pa.Check.le(spec.maximum, error=f"value <= {spec.maximum:g}"))
+    if spec.type in DATE_TYPES:
+        checks.append(_date_check(spec))
     if spec.categories is not None:
-        checks.append(pa.Check.isin(spec.categories, error="value in the declared categories"))
+        checks.append(_categories_check(spec.categories))
     if hierarchy is not None:
         coverage = _coverage_check(spec, hierarchy)
         if coverage is not None:
@@ -149,8 +192,48 @@ def _quote(value: object) -> str:
     return f"{text[:40]!r}... ({len(text)} characters)"
 
 
-def _describe(failures: pd.DataFrame, n_rows: int | None = None) -> str:
-    parts = []
+def _source(hierarchy: Hierarchy | None) -> str:
+    source = getattr(hierarchy, "source", None)
+    return f" ({source})" if source else ""
+
+
+def _coverage_lines(
+    failures: pd.DataFrame, hierarchies: Mapping[str, Hierarchy]
+) -> tuple[list[str], pd.DataFrame]:
+    """One line per column for the values its hierarchy does not cover, and the other failures.
+
+    A value missing from a hierarchy usually fills many rows; quoting each row would bury the
+    one fact that matters (which values, in which file) under repetitions of it.
+    """
+    coverage = failures["check"].map(_is_coverage)
+    lines = []
+    for column, group in failures[coverage].groupby("column", sort=False):
+        keys = group["failure_case"].map(value_key)
+        counts = keys.value_counts(sort=True)
+        first = group.assign(key=keys).groupby("key")["index"].min()
+        first_row = int(group["index"].min())
+        others = len(group) - 1
+        rows = f" (and {others} more row(s))" if others else ""
+        details = ", ".join(
+            f"{value!r}: {n} row(s), first at row {int(first[value])}"
+            for value, n in list(counts.items())[:5]
+        )
+        check = group["check"].iloc[0]
+        what = "not covered by its hierarchy" if check == _DOMAIN_CHECK else f"not a {check}"
+        lines.append(
+            f"column {column!r} at row {first_row}{rows}: {len(counts)} value(s) {what}"
+            f"{_source(hierarchies.get(str(column)))} in {len(group)} row(s): "
+            f"{quote_values(list(counts.index))} ({details})"
+        )
+    return lines, failures[~coverage]
+
+
+def _describe(
+    failures: pd.DataFrame,
+    n_rows: int | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+) -> str:
+    parts, failures = _coverage_lines(failures, hierarchies or {})
     # A column missing in every row is one problem, not one per row.
     empty = set()
     if n_rows:
@@ -235,9 +318,46 @@ def validate_input(
         )
         raise error(
             f"input does not match the policy ({len(failures)} problem(s)): "
-            f"{_describe(failures, len(df))}",
+            f"{_describe(failures, len(df), hierarchies)}",
             failures=records,
         ) from None
     except SchemaError as exc:  # raised instead of SchemaErrors for some table-level checks
         raise SchemaValidationError(f"input does not match the policy: {exc}") from None
-    return validated[list(policy.columns)]
+    return _nfc(validated[list(policy.columns)])
+
+
+def _nfc(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells in Unicode normal form C, so that every later stage compares one spelling.
+
+    The checks above already compare in NFC; without this, the expectation suites, the search
+    and the gate would still see a decomposed ``é`` and a precomposed one as two values.
+    """
+    out = None
+    for name in frame.columns:
+        column = frame[name]
+        if not pd.api.types.is_string_dtype(column.dtype):
+            continue
+        if column.dropna().str.isascii().all():  # ASCII is always in NFC
+            continue
+        normalized = column.str.normalize("NFC")
+        if not normalized.equals(column):
+            out = frame.copy() if out is None else out
+            out[name] = normalized
+    return frame if out is None else out
+
+
+def input_warnings(df: pd.DataFrame, policy: ReleasePolicy) -> list[str]:
+    """Facts about a valid input that a data owner should see before the release.
+
+    A quasi-identifier that is missing in every row is allowed (``nullable: true``) but protects
+    nothing and tells a recipient nothing: it is one class of missing cells, generalized to
+    ``*`` only at its top level. It usually means a wrong column mapping or an empty export.
+    """
+    warnings = []
+    for name in policy.quasi_identifiers:
+        if name in df.columns and len(df) and df[name].isna().all():
+            warnings.append(
+                f"column {name!r} (quasi_identifier) is missing in all {len(df)} rows: check the "
+                "export and the policy's column mapping; it carries no information"
+            )
+    return warnings

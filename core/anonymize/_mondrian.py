@@ -121,8 +121,9 @@ class _CategoricalDim:
             level -= 1
         return level
 
-    def label(self, rows: np.ndarray, level: int) -> str:
-        return str(self.labels[level][self.level_maps[level][self.leaves[rows[0]]]])
+    def label(self, rows: np.ndarray, level: int) -> str | None:
+        label = self.labels[level][self.level_maps[level][self.leaves[rows[0]]]]
+        return None if label is None else str(label)  # a missing cell stays missing
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,23 @@
-"""Generalization hierarchies: ARX files, numeric intervals, code masking, inline taxonomies.
+"""Generalization hierarchies: ARX files, intervals, bands, dates, code masking, taxonomies.
 
 :func:`build_hierarchy` turns a policy's hierarchy declaration into a :class:`Hierarchy`.
 """
 
 from __future__ import annotations
 
-from privgate.core.hierarchy._arx import ARXHierarchy
-from privgate.core.hierarchy._base import SUPPRESSED, Hierarchy, value_key
+from privgate.core.hierarchy._arx import ARXHierarchy, quote_values
+from privgate.core.hierarchy._bands import BandsHierarchy
+from privgate.core.hierarchy._base import SUPPRESSED, Hierarchy, is_missing_cell, value_key
+from privgate.core.hierarchy._date import DATE_STEPS, DateHierarchy, parse_iso_date
 from privgate.core.hierarchy._interval import IntervalHierarchy
 from privgate.core.hierarchy._masking import MaskingHierarchy
 from privgate.core.hierarchy._taxonomy import taxonomy_hierarchy
 from privgate.core.policy import (
     ARXHierarchySpec,
+    BandsHierarchySpec,
     ColumnSpec,
+    ColumnType,
+    DateHierarchySpec,
     IntervalHierarchySpec,
     MaskingHierarchySpec,
     ReleasePolicy,
@@ -21,9 +26,15 @@ from privgate.core.policy import (
 
 __all__ = [
     "ARXHierarchy",
+    "BandsHierarchy",
+    "DATE_STEPS",
+    "DateHierarchy",
     "SUPPRESSED",
     "Hierarchy",
     "IntervalHierarchy",
+    "is_missing_cell",
+    "parse_iso_date",
+    "quote_values",
     "MaskingHierarchy",
     "build_hierarchy",
     "hierarchies_for",
@@ -44,6 +55,18 @@ def build_hierarchy(column: str, spec: ColumnSpec) -> Hierarchy:
         return MaskingHierarchy(column, h.length, h.levels, h.mask_char)
     if isinstance(h, TaxonomyHierarchySpec):
         return taxonomy_hierarchy(column, h.tree)
+    if isinstance(h, BandsHierarchySpec):
+        return BandsHierarchy(
+            column,
+            [h.edges, *h.coarser],
+            integer=spec.type is ColumnType.INTEGER,
+            bottom_coding=h.bottom_coding,
+            top_coding=h.top_coding,
+        )
+    if isinstance(h, DateHierarchySpec):
+        timestamp = spec.type is ColumnType.DATETIME
+        default = ["day", "month", "year", "5-year"] if timestamp else ["month", "year", "5-year"]
+        return DateHierarchy(column, h.steps or default, timestamp=timestamp)
     raise TypeError(f"column {column!r} has no hierarchy")
 
 

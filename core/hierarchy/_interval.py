@@ -59,7 +59,7 @@ class IntervalHierarchy(Hierarchy):
             return f"{int(low)}-{int(low + width - 1)}"
         return f"[{low:g}, {low + width:g})"
 
-    def generalize(self, values: Sequence[object]) -> np.ndarray:
+    def _generalize(self, values: Sequence[object]) -> np.ndarray:
         out = np.empty((len(values), self.height + 1), dtype=object)
         for i, raw in enumerate(values):
             try:

@@ -42,7 +42,7 @@ class MaskingHierarchy(Hierarchy):
         # A full mask already hides everything: do not add a duplicate '*' level after it.
         return self.levels if self.levels == self.length else self.levels + 1
 
-    def generalize(self, values: Sequence[object]) -> np.ndarray:
+    def _generalize(self, values: Sequence[object]) -> np.ndarray:
         out = np.empty((len(values), self.height + 1), dtype=object)
         for i, raw in enumerate(values):
             code = value_key(raw)

@@ -20,7 +20,9 @@ The loss of one released cell of a quasi-identifier, between 0 (the original val
   label at level ``i`` of the hierarchy covers the values whose level-``i`` label equals it (a
   text appearing at several levels covers the union, the reading a recipient cannot rule out).
   An original value costs 0.
-* ``*``, a missing cell, and a record absent from the release (suppressed) cost 1.
+* ``*``, a missing cell, and a record absent from the release (suppressed) cost 1, except a
+  cell missing in the input too: a missing quasi-identifier cell is a value (a leaf of its
+  own, counted in the domain) that stays missing below the top level and costs 0 there.
 
 An attribute's loss is the mean over the *original* records (``n_original``), so suppressing a
 record is never free; the table's loss is the mean over the quasi-identifiers and its
@@ -124,13 +126,18 @@ def attribute_loss(
     _check_alignment(original, released)
     n_original = len(original)
     present = original.dropna()
-    cells = released.astype(object).where(released.notna(), None)
+    # A cell missing in the input and in the release lost nothing (a missing quasi-identifier
+    # cell is a value of its own, kept below the top level); any other missing cell costs 1.
+    kept_missing = released.isna() & original.reindex(released.index).isna()
+    cells = released[~kept_missing].astype(object)
+    cells = cells.where(cells.notna(), None)
     labels, counts = np.unique(
         np.array([SUPPRESSED if c is None else value_key(c) for c in cells], dtype=object),
         return_counts=True,
     )
     distinct: list[object] = list(pd.unique(present))
-    n_leaves = len(distinct)
+    # The missing cell is one more leaf of the domain, as in the search's encoding.
+    n_leaves = len(distinct) + int(len(present) < n_original)
     coverage: dict[str, np.ndarray] = {}
     if numeric:
         distinct_values = pd.to_numeric(pd.Series(distinct, dtype=object)).to_numpy(dtype=float)

@@ -120,12 +120,14 @@ def _global_codes(series: pd.Series, values: np.ndarray, name: str) -> np.ndarra
             f"column {name!r}: value(s) {unknown[:5]} not in the dictionary built at ingest (the "
             "input changed between reading passes?)"
         )
-    if (local < 0).any():
-        raise HierarchyError(
-            f"column {name!r}: missing value(s) in a quasi-identifier; a hierarchy cannot "
-            "generalize a missing cell"
-        )
     lut = np.fromiter((position[c] for c in categories), np.int32, len(categories))
+    if (local < 0).any():  # a missing cell: the dictionary lists it last when the input had one
+        if None not in position:
+            raise HierarchyError(
+                f"column {name!r}: a missing cell not seen when the dictionary was built (the "
+                "input changed between reading passes?)"
+            )
+        lut = np.append(lut, np.int32(position[None]))
     return lut[local]
 
 

@@ -16,7 +16,6 @@ from dataclasses import replace
 import numpy as np
 
 from privgate.core.encoding import EncodedTable, FrequencySet, encode_column
-from privgate.core.exceptions import HierarchyError
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.scale._histogram import PartialHistogram
 
@@ -52,7 +51,7 @@ def frequency_set_from_histogram(
     Raises
     ------
     HierarchyError
-        A quasi-identifier has missing cells or values its hierarchy does not cover.
+        A quasi-identifier has values its hierarchy does not cover.
     """
     qis = list(hierarchies)
     sensitive = list(sensitive)
@@ -62,19 +61,19 @@ def frequency_set_from_histogram(
             f"columns {qis + sensitive}"
         )
     q = len(qis)
-    columns = []
+    columns, parts, dictionaries = [], [], []
     for j, name in enumerate(qis):
-        missing = int(histogram.counts[histogram.tuples[:, j] < 0].sum())
-        if missing:
-            raise HierarchyError(
-                f"column {name!r}: {missing} missing value(s) in a quasi-identifier; a "
-                "hierarchy cannot generalize a missing cell"
-            )
+        codes = histogram.tuples[:, j].astype(np.int64)
+        values = histogram.values[j]
+        if (codes < 0).any():  # a missing cell is a value of its own, listed last
+            codes = np.where(codes < 0, len(values), codes)
+            values = np.append(values, np.array([None], dtype=object))
         # The distinct values as a column of their own: the same hierarchy mapping as
         # encode_table's, applied once per distinct value instead of once per table.
-        encoded = encode_column(name, histogram.values[j], hierarchies[name])
+        encoded = encode_column(name, values, hierarchies[name])
         columns.append(replace(encoded, codes=np.zeros(0, dtype=np.int32)))
-    parts = [histogram.tuples[:, j].astype(np.int64) for j in range(q)]
+        parts.append(codes)
+        dictionaries.append(values)
     sensitive_values = {}
     for i, name in enumerate(sensitive):
         codes = histogram.tuples[:, q + i].astype(np.int64)
@@ -102,5 +101,5 @@ def frequency_set_from_histogram(
     )
     # The raw distinct values behind the level-0 codes (labels[0] is their text form), which
     # the partitions need to find a cell's code when the generalization is applied.
-    freq.cache[DICTIONARIES] = tuple(histogram.values[:q])
+    freq.cache[DICTIONARIES] = tuple(dictionaries)
     return freq

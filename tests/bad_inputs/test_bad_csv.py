@@ -146,7 +146,7 @@ CORPUS: dict[str, Item] = {
     "value_outside_taxonomy": Item(
         csv_text(rows_with({(3, "sex"): "Other"})),
         HierarchyCoverageError,
-        ["column 'sex' at row 3", "'Other'", "hierarchy's domain"],
+        ["column 'sex' at row 3", "'Other'", "not covered by its hierarchy"],
     ),
     "code_outside_masking_hierarchy": Item(
         csv_text(rows_with({(1, "zip"): "123"})),

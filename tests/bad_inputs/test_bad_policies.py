@@ -64,16 +64,16 @@ CORPUS: dict[str, Item] = {
         PolicyError,
         ["privacy.l_diversity[0].column: unknown column 'diagnosis'"],
     ),
-    "k_below_1": Item(
+    "k_below_2": Item(
         replaced("", ""),
         PolicyError,
-        ["privacy.k: Input should be greater than or equal to 1"],
-        k=0,
+        ["privacy.k: k = 1 protects nobody", "k >= 2"],
+        k=1,
     ),
     "negative_k": Item(
         replaced("", ""),
         PolicyError,
-        ["privacy.k: Input should be greater than or equal to 1"],
+        ["privacy.k: k = -3 protects nobody"],
         k=-3,
     ),
     "suppression_above_1": Item(

@@ -265,7 +265,7 @@ def _fuzz_release(data, with_expectations: bool) -> None:
     rows = data.draw(CSV_BODY)
     noise = data.draw(st.sampled_from([b""] * 9 + [b"\xff\xfe", b"\xe9\n", b'"']))
     sep = data.draw(st.sampled_from([","] * 9 + [";"]))
-    k = data.draw(st.integers(1, 4))
+    k = data.draw(st.integers(2, 4))
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         data_file = folder / "input.csv"

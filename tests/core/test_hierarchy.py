@@ -207,7 +207,7 @@ def test_interval_out_of_range(value: int) -> None:
     assert "outside the hierarchy's range" in message
 
 
-@pytest.mark.parametrize("value", ["abc", None, "", "12a"])
+@pytest.mark.parametrize("value", ["abc", "", "12a"])
 def test_interval_non_numeric(value: object) -> None:
     hierarchy = IntervalHierarchy("age", [5])
     with pytest.raises(HierarchyError, match="is not a number") as info:
@@ -215,9 +215,11 @@ def test_interval_non_numeric(value: object) -> None:
     assert "'age'" in str(info.value)
 
 
-def test_interval_nan_is_not_generalized() -> None:
-    with pytest.raises(HierarchyError, match="'age'"):
-        IntervalHierarchy("age", [5]).generalize([float("nan")])
+@pytest.mark.parametrize("missing", [None, float("nan"), np.nan])
+def test_a_missing_cell_is_a_leaf_under_the_root(missing: object) -> None:
+    """Missing stays missing below the top level and becomes '*' at the top."""
+    table = IntervalHierarchy("age", [5]).generalize([37, missing])
+    assert table.tolist() == [["37", "35-39", "*"], [None, None, "*"]]
 
 
 def test_interval_integer_bands_refuse_fractions() -> None:

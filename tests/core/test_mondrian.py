@@ -268,7 +268,7 @@ class _NoRoot(Hierarchy):
 
     height = 1
 
-    def generalize(self, values):
+    def _generalize(self, values):
         return np.array([[str(v), "low" if str(v) < "c" else "high"] for v in values], object)
 
 

@@ -14,7 +14,7 @@ from privgate.core.hierarchy import Hierarchy
 from privgate.core.ingest import read_table
 from privgate.core.policy import ReleasePolicy, load_policy
 from privgate.core.stages import load_hierarchies
-from privgate.validations.schema import build_input_schema, validate_input
+from privgate.validations.schema import build_input_schema, input_warnings, validate_input
 
 SharedData = Callable[[str], Path]
 REPO = Path(__file__).resolve().parents[2]
@@ -124,7 +124,8 @@ def test_all_failures_are_reported_at_once(hierarchies: dict[str, Hierarchy]) ->
 
     for fragment in (
         "column 'age' at row 1: 'abc'",
-        "column 'sex' at row 2: 'Other'",
+        "column 'sex' at row 2: 1 value(s) not covered by its hierarchy (policy taxonomy) in 1 "
+        "row(s): 'Other' ('Other': 1 row(s), first at row 2)",
         "column 'sex' at row 3",
         "not_nullable",
         "column 'hours' at row 3: '200' fails value <= 99",
@@ -173,3 +174,83 @@ def test_real_arx_adult_passes_its_policy(shared_data: SharedData) -> None:
     assert df["age"].dtype == "Int64"
     assert df[policy.quasi_identifiers].notna().all().all()
     assert set(df["salary-class"].unique()) == {"<=50K", ">50K"}
+
+
+def test_values_missing_from_a_hierarchy_are_one_line_per_column(tmp_path: Path) -> None:
+    path = tmp_path / "religion.csv"
+    path.write_text("Catholic;Christian;*\nProtestant;Christian;*\n", encoding="utf-8")
+    policy = ReleasePolicy.model_validate(
+        {
+            "dataset": "toy",
+            "input": {"path": "toy.csv"},
+            "columns": {
+                "religion": {"role": "quasi_identifier",
+                             "hierarchy": {"kind": "arx", "path": str(path)}},
+            },
+            "privacy": {"k": 2},
+        }
+    )  # fmt: skip
+    values = ["Catholic"] * 5 + [f"faith{i % 7}" for i in range(70)]
+    with pytest.raises(SchemaValidationError) as info:
+        validate_input(text_frame(religion=values), policy, load_hierarchies(policy))
+    message = str(info.value)
+    assert message.count("column 'religion'") == 1
+    assert "7 value(s) not covered by its hierarchy" in message
+    assert str(path) in message and "in 70 row(s)" in message
+    assert "and 2 more" in message and "'faith0': 10 row(s), first at row 5" in message
+    assert len(message) < 700
+    assert len(info.value.failures) == 70  # every cell stays in the structured failures
+
+
+def test_categories_compare_in_unicode_nfc(hierarchies: dict[str, Hierarchy]) -> None:
+    import unicodedata
+
+    policy = POLICY.with_overrides(**{"columns.disease.categories": ["grippe", "rhume épais"]})
+    frame = good_frame()
+    nfd = unicodedata.normalize("NFD", "rhume épais")
+    frame["disease"] = pd.array(["grippe", nfd, None], dtype="string")
+    validate_input(frame, policy, hierarchies)
+
+
+def test_date_columns_are_checked_as_iso() -> None:
+    policy = ReleasePolicy.model_validate(
+        {
+            "dataset": "toy",
+            "input": {"path": "toy.csv"},
+            "columns": {
+                "admitted": {"role": "quasi_identifier", "type": "date",
+                             "hierarchy": {"kind": "date"}},
+                "discharged": {"role": "insensitive", "type": "datetime"},
+            },
+            "privacy": {"k": 2},
+        }
+    )  # fmt: skip
+    good = text_frame(admitted=["2024-03-15", "2023-01-02"],
+                      discharged=["2024-03-19T10:00:00", "2023-01-05 08:30"])  # fmt: skip
+    validate_input(good, policy, load_hierarchies(policy))
+    bad = text_frame(admitted=["15/03/2024", "2023-01-02T10:00"],
+                     discharged=["yesterday", None])  # fmt: skip
+    with pytest.raises(SchemaValidationError) as info:
+        validate_input(bad, policy, load_hierarchies(policy))
+    assert {(f["column"], f["index"]) for f in info.value.failures} == {
+        ("admitted", 0),
+        ("admitted", 1),
+        ("discharged", 0),
+    }
+    assert "ISO date (YYYY-MM-DD)" in str(info.value)
+
+
+def test_nullable_quasi_identifier_validates_and_an_empty_one_warns(
+    hierarchies: dict[str, Hierarchy],
+) -> None:
+    policy = POLICY.with_overrides(**{"columns.sex.nullable": True})
+    frame = good_frame()
+    frame["sex"] = pd.array(["Male", None, "Female"], dtype="string")
+    validate_input(frame, policy, hierarchies)
+    assert input_warnings(frame, policy) == []
+    frame["sex"] = pd.array([None, None, None], dtype="string")
+    validate_input(frame, policy, hierarchies)
+    assert input_warnings(frame, policy) == [
+        "column 'sex' (quasi_identifier) is missing in all 3 rows: check the export and the "
+        "policy's column mapping; it carries no information"
+    ]

@@ -35,6 +35,8 @@ _TYPE_LISTS = {
     ColumnType.FLOAT: ["Float64Dtype", "float64", "float32", "float", "int"],
     ColumnType.CATEGORICAL: ["StringDtype", "str"],
     ColumnType.STRING: ["StringDtype", "str"],
+    ColumnType.DATE: ["StringDtype", "str"],
+    ColumnType.DATETIME: ["StringDtype", "str"],
 }
 
 _INTEGER = r"-?\d+"

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from privgate.core.encoding import encode_table
-from privgate.core.exceptions import HierarchyError
 from privgate.core.gate import class_stats_of
-from privgate.core.hierarchy import hierarchies_for
+from privgate.core.hierarchy import hierarchies_for, taxonomy_hierarchy
 from privgate.core.ingest import read_table
 from privgate.core.scale import (
     class_stats_from_histogram,
@@ -79,12 +77,25 @@ def test_frequency_set_equals_the_one_machine_encoding(adult_policy):
         )
 
 
-def test_missing_quasi_identifier_is_refused(adult_policy):
-    hierarchies = hierarchies_for(adult_policy)
-    frame = pd.DataFrame({name: ["x"] for name in hierarchies}, dtype="str")
-    frame.loc[0, "sex"] = None
-    with pytest.raises(HierarchyError, match="missing value"):
-        frequency_set_from_histogram(partition_histogram(frame, list(hierarchies)), hierarchies)
+def test_missing_quasi_identifier_cells_encode_as_on_one_machine():
+    """A missing cell is a value of its own: the histogram path places it as encode_table does."""
+    hierarchies = {
+        "q": taxonomy_hierarchy("q", {"AB": ["a", "b"], "C": ["c"]}),
+        "r": taxonomy_hierarchy("r", {"low": ["1", "2"], "high": ["3"]}),
+    }
+    rng = np.random.default_rng(11)
+    frame = pd.DataFrame(
+        {"q": rng.choice(["a", "b", "c", None], 400), "r": rng.choice(["1", "2", "3"], 400)},
+        dtype="str",
+    )
+    expected = encode_table(frame, hierarchies, []).frequency_set()
+    pieces = [partition_histogram(p, ["q", "r"]) for p in _even(frame, 3)]
+    freq = frequency_set_from_histogram(merge_histograms(pieces), hierarchies)
+    assert sorted(freq.counts.tolist()) == sorted(expected.counts.tolist())
+    for ours, theirs in zip(freq.table.columns, expected.table.columns, strict=True):
+        assert ours.domain_size == theirs.domain_size
+        assert sorted(map(repr, ours.labels[1])) == sorted(map(repr, theirs.labels[1]))
+    assert None in list(freq.table.columns[0].labels[0])  # the missing cell, kept missing
 
 
 def test_class_stats_equal_the_gates_on_text_with_missing_cells():
