@@ -18,7 +18,11 @@ import numpy as np
 
 from privgate.core.encoding import ClassStats, factorize, is_missing
 from privgate.core.exceptions import VerificationError
+<<<<<<< HEAD
 from privgate.core.privacy import PrivacyModel, sensitive_columns
+=======
+from privgate.core.privacy import PrivacyModel, persons_per_class, unsupported_with_persons
+>>>>>>> 9cb8348 (People, not rows (core): classes sized in distinct persons, the gate verifying with a private row-to-person mapping and counting suppression in persons, a person-keyed node checker that suppresses whole persons (checked against a brute force over person subsets), and a seeded multi-visit hospital admissions generator)
 from privgate.core.textcsv import read_text_columns
 
 __all__ = [
@@ -61,8 +65,10 @@ class GateDecision:
                 f"PASSED: {m.get('rows')} rows in {m.get('classes')} classes, smallest class "
                 f"{m.get('min_class_size')}"
             )
+            if "persons" in m:
+                text += f" ({m['persons']} persons, each counted once per class)"
             if "suppressed" in m:
-                text += f", {m['suppressed']} records suppressed"
+                text += f", {m['suppressed']} {m.get('suppressed_unit', 'records')} suppressed"
             return text
         return "BLOCKED: " + "; ".join(self.reasons)
 
@@ -102,12 +108,17 @@ def _n_rows(table: object) -> int:
 
 
 def class_stats_of(
-    table: object, quasi_identifiers: Sequence[str], sensitive: Sequence[str]
+    table: object,
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str],
+    persons: Sequence[object] | None = None,
 ) -> ClassStats:
     """Equivalence classes of a table (DataFrame or column mapping) over its QI columns.
 
     Each QI column is factorized on its text (a missing cell is a value of its own), and rows
     with equal code tuples form a class: a plain group-by, sharing nothing with the search.
+    With ``persons`` (each row's person, aligned with the rows), a class's size is the number
+    of distinct persons in it, not of its rows.
     """
     n = _n_rows(table)
     if n == 0:
@@ -134,7 +145,25 @@ def class_stats_of(
             uniques = np.append(uniques, np.array([None], dtype=object))
         sens_codes[name] = column_codes
         sens_values[name] = uniques
-    return ClassStats.from_labels(class_ids, n_classes, np.ones(n), sens_codes, sens_values)
+    stats = ClassStats.from_labels(class_ids, n_classes, np.ones(n), sens_codes, sens_values)
+    if persons is None:
+        return stats
+    person_codes = _person_codes(persons, n)
+    sizes = persons_per_class(class_ids, person_codes, n_classes)
+    return ClassStats(sizes, stats.histograms, stats.overall, stats.ordered_values)
+
+
+def _person_codes(persons: Sequence[object], n_rows: int) -> np.ndarray:
+    """Each row's person as a code; a missing person key cannot be counted and is refused."""
+    codes, _ = factorize(_as_text(persons))
+    if len(codes) != n_rows:
+        raise VerificationError(f"{len(codes)} person keys for a release of {n_rows} rows")
+    if (codes < 0).any():
+        raise VerificationError(
+            f"{int((codes < 0).sum())} released row(s) have no person key: they cannot be "
+            "counted as people"
+        )
+    return codes
 
 
 def _as_text(column: object) -> np.ndarray:
@@ -156,6 +185,8 @@ def verify_table(
     suppression_limit: float = 0.0,
     expected_columns: Sequence[str] | None = None,
     forbidden_columns: Sequence[str] = (),
+    persons: Sequence[object] | None = None,
+    input_persons: int | None = None,
 ) -> GateDecision:
     """Measure a release table against the privacy models and the policy's other limits.
 
@@ -173,6 +204,13 @@ def verify_table(
         The exact columns the release must have (no more, no fewer).
     forbidden_columns : sequence of str
         Direct identifiers: their presence blocks the release whatever else holds.
+    persons : sequence, optional
+        The person key of each released row, aligned with the release's rows: kept privately
+        by the data owner, never in the release. Classes are then counted in distinct
+        persons, and suppression in persons (``input_persons`` of the input).
+    input_persons : int, optional
+        Distinct persons of the input (with ``persons``; replaces ``input_rows`` for the
+        suppression limit, which a person key counts in people).
     """
     reasons = check_columns(
         list(release), quasi_identifiers, models, expected_columns, forbidden_columns
@@ -180,8 +218,21 @@ def verify_table(
     n_rows = _n_rows(release)
     if any(r.startswith("cannot verify") for r in reasons):
         return GateDecision(False, reasons, {"rows": n_rows})
-    stats = class_stats_of(release, quasi_identifiers, sensitive_columns_of(models))
-    return decide(stats, n_rows, models, reasons, input_rows, suppression_limit)
+    try:
+        stats = class_stats_of(release, quasi_identifiers, sensitive_columns_of(models), persons)
+    except VerificationError as exc:
+        return GateDecision(False, [*reasons, str(exc)], {"rows": n_rows})
+    if persons is None:
+        return decide(stats, n_rows, models, reasons, input_rows, suppression_limit)
+    reasons += [
+        f"{name} cannot be verified per person" for name in unsupported_with_persons(models)
+    ]
+    released_persons = len(set(_as_text(persons).tolist()))
+    decision = decide(
+        stats, released_persons, models, reasons, input_persons, suppression_limit, unit="persons"
+    )
+    decision.measurements.update(rows=n_rows, persons=released_persons)
+    return decision
 
 
 def sensitive_columns_of(models: Sequence[PrivacyModel]) -> list[str]:
@@ -226,11 +277,13 @@ def decide(
     reasons: Sequence[str] = (),
     input_rows: int | None = None,
     suppression_limit: float = 0.0,
+    unit: str = "records",
 ) -> GateDecision:
     """The decision from a release's equivalence classes (however they were counted).
 
     Shared by the in-memory gate and the distributed one, so that both reach the same verdict
-    and the same measurements from the same class statistics.
+    and the same measurements from the same class statistics. With a person key, ``n_rows``
+    and ``input_rows`` count persons and ``unit`` is ``"persons"``.
     """
     reasons = list(reasons)
     measurements: dict = {"rows": n_rows}
@@ -242,11 +295,17 @@ def decide(
         measurements.update(
             suppressed=suppressed, suppression_allowed=allowed, input_rows=input_rows
         )
+        if unit != "records":
+            measurements.update(suppressed_unit=unit, input_persons=input_rows)
+            del measurements["input_rows"]
         if suppressed < 0:
-            reasons.append(f"the release has more rows ({n_rows}) than the input ({input_rows})")
+            reasons.append(
+                f"the release has more {'rows' if unit == 'records' else unit} ({n_rows}) "
+                f"than the input ({input_rows})"
+            )
         elif suppressed > allowed:
             reasons.append(
-                f"{suppressed} records suppressed, more than the limit of {allowed} "
+                f"{suppressed} {unit} suppressed, more than the limit of {allowed} "
                 f"({suppression_limit:.2%} of {input_rows})"
             )
     measurements["classes"] = len(stats.sizes)

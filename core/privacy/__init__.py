@@ -19,6 +19,11 @@ from privgate.core.privacy._l_diversity import (
     RecursiveCLDiversity,
     class_entropies,
 )
+from privgate.core.privacy._persons import (
+    PERSON_MODELS,
+    persons_per_class,
+    unsupported_with_persons,
+)
 from privgate.core.privacy._risk import AverageRisk, HighestRisk, RiskShareAbove, record_risks
 from privgate.core.privacy._t_closeness import TCloseness, class_distances, hierarchical_distances
 
@@ -41,6 +46,9 @@ __all__ = [
     "hierarchical_distances",
     "models_from_policy",
     "sensitive_columns",
+    "persons_per_class",
+    "PERSON_MODELS",
+    "unsupported_with_persons",
 ]
 
 

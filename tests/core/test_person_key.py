@@ -1,0 +1,144 @@
+"""People, not rows: classes counted in distinct persons, suppression of whole persons.
+
+The person-keyed node checker is compared with a brute force over every subset of persons
+(the largest set whose records can all be released), and the gate with a plain count.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privgate.core.anonymize._persons import PersonNodeChecker
+from privgate.core.encoding import encode_table
+from privgate.core.gate import class_stats_of, verify_table
+from privgate.core.hierarchy import taxonomy_hierarchy
+from privgate.core.privacy import (
+    DistinctLDiversity,
+    HighestRisk,
+    KAnonymity,
+    TCloseness,
+    persons_per_class,
+)
+
+HIERARCHIES = {
+    "q1": taxonomy_hierarchy("q1", {"ab": ["a", "b"], "cd": ["c", "d"]}),
+    "q2": taxonomy_hierarchy("q2", {"lo": ["1", "2"], "hi": ["3"]}),
+}
+
+
+def test_persons_per_class_counts_each_person_once() -> None:
+    classes = np.array([0, 0, 0, 1, 1, 1])
+    persons = np.array([7, 7, 8, 7, 9, 9])
+    assert persons_per_class(classes, persons, 3).tolist() == [2, 2, 0]
+
+
+def test_gate_counts_people_in_a_class_of_many_admissions() -> None:
+    """The issue's case: 17 admissions of 3 patients pass k = 10 over rows, not over people."""
+    release = pd.DataFrame({"age": ["40-49"] * 17, "diagnosis": ["x"] * 17})
+    persons = ["p1"] * 15 + ["p2", "p3"]
+    over_rows = verify_table(release, ["age"], [KAnonymity(k=10)])
+    assert over_rows.passed
+    over_people = verify_table(
+        release, ["age"], [KAnonymity(k=10)], persons=persons, input_persons=3
+    )
+    assert not over_people.passed
+    assert over_people.measurements["min_class_size"] == 3
+    assert over_people.measurements["persons"] == 3
+    assert "10-anonymity not met: the release reaches 3" in over_people.reasons
+
+
+def test_gate_counts_suppression_in_persons_and_refuses_what_it_cannot_count() -> None:
+    release = pd.DataFrame({"q": ["a"] * 4, "s": ["x", "y", "x", "y"]})
+    persons = ["p1", "p1", "p2", "p3"]
+    decision = verify_table(
+        release,
+        ["q"],
+        [KAnonymity(k=3)],
+        persons=persons,
+        input_persons=4,
+        suppression_limit=0.25,
+    )
+    assert decision.passed, decision.reasons
+    assert decision.measurements["suppressed"] == 1
+    assert decision.measurements["suppressed_unit"] == "persons"
+    assert "persons suppressed" in decision.summary
+    strict = verify_table(release, ["q"], [KAnonymity(k=3)], persons=persons, input_persons=4)
+    assert "1 persons suppressed, more than the limit of 0" in strict.reasons[0]
+    t_model = TCloseness(column="s", t=0.5)
+    blocked = verify_table(release, ["q"], [KAnonymity(k=2), t_model], persons=persons)
+    assert not blocked.passed
+    assert any("cannot be verified per person" in r for r in blocked.reasons)
+    unkeyed = verify_table(release, ["q"], [KAnonymity(k=2)], persons=["p1", None, "p2", "p3"])
+    assert not unkeyed.passed and "no person key" in unkeyed.reasons[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# The fixed point is the largest releasable set of people (brute force over person subsets)
+# ---------------------------------------------------------------------------------------------
+
+
+def _releasable(frame: pd.DataFrame, node, people: set, models) -> bool:
+    """Every class of the records of ``people`` at ``node`` satisfies the models."""
+    rows = frame[frame["person"].isin(people)]
+    if rows.empty:
+        return True
+    generalized = {
+        q: [HIERARCHIES[q].generalize([v])[0][level] for v in rows[q]]
+        for q, level in zip(HIERARCHIES, node, strict=True)
+    }
+    table = pd.DataFrame({**generalized, "s": rows["s"].to_numpy()})
+    stats = class_stats_of(table, list(HIERARCHIES), ["s"], rows["person"].to_numpy())
+    return all(model.satisfied_by(stats).all() for model in models)
+
+
+def _largest_releasable(frame: pd.DataFrame, node, models) -> set:
+    everyone = sorted(set(frame["person"]))
+    for size in range(len(everyone), -1, -1):
+        for people in itertools.combinations(everyone, size):
+            if _releasable(frame, node, set(people), models):
+                return set(people)
+    return set()
+
+
+tables = st.lists(
+    st.tuples(
+        st.integers(0, 5),  # person
+        st.sampled_from("abcd"),
+        st.sampled_from("123"),
+        st.sampled_from("xyz"),
+    ),
+    min_size=2,
+    max_size=14,
+)
+model_sets = st.sampled_from(
+    [
+        [KAnonymity(k=2)],
+        [KAnonymity(k=3)],
+        [KAnonymity(k=2), DistinctLDiversity(column="s", l=2)],
+        [KAnonymity(k=2), HighestRisk(limit=0.34)],
+    ]
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=tables, models=model_sets)
+def test_checker_suppresses_exactly_the_people_outside_the_largest_releasable_set(
+    rows, models
+) -> None:
+    frame = pd.DataFrame(rows, columns=["person", "q1", "q2", "s"])
+    frame["person"] = frame["person"].map(lambda p: f"p{p}")
+    encoded = encode_table(frame, HIERARCHIES, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    checker = PersonNodeChecker(encoded.frequency_set(), codes, models, suppression_limit=1.0)
+    for node in [(0, 0), (1, 0), (0, 1), (1, 1), (2, 2)]:
+        checker.evaluate(node)
+        kept = ~checker.suppressed_rows(node)
+        expected = _largest_releasable(frame, node, models)
+        assert set(frame["person"][kept]) == expected, node
+        # Whole persons: a kept person keeps every record.
+        assert kept.sum() == frame["person"].isin(expected).sum()
