@@ -436,6 +436,16 @@ class TClosenessSpec(_Strict):
     t: float = Field(gt=0, le=1)
     distance: Literal["equal", "ordered", "hierarchical"] = "equal"
 
+    @field_validator("t")
+    @classmethod
+    def _t_protects(cls, t: float) -> float:
+        if t >= 1:
+            raise ValueError(
+                "t = 1 protects nothing: no distribution is farther than 1 from another under "
+                "any of the distances, so every class would pass; use t < 1 (0.2 is usual)"
+            )
+        return t
+
 
 class RiskSpec(_Strict):
     """Limits on prosecutor re-identification risk (a record's risk is 1 / its class size).
@@ -455,6 +465,16 @@ class RiskSpec(_Strict):
             raise ValueError("'threshold' and 'share_above' go together")
         if self.highest is None and self.average is None and self.share_above is None:
             raise ValueError("set at least one of 'highest', 'average', 'share_above'")
+        empty = {
+            "highest": "a record's risk is never above 1, so the limit is always met (it is "
+            "k = 1); use at most 0.5",
+            "average": "the average risk is never above 1, so the limit is always met",
+            "threshold": "no record's risk is above 1, so no record is ever counted",
+            "share_above": "no share exceeds 1, so the limit is always met",
+        }
+        for name, why in empty.items():
+            if getattr(self, name) == 1:
+                raise ValueError(f"{name} = 1 protects nothing: {why}")
         return self
 
 
@@ -471,6 +491,10 @@ class PrivacySpec(_Strict):
     l_diversity: list[LDiversitySpec] = Field(default_factory=list)
     t_closeness: list[TClosenessSpec] = Field(default_factory=list)
     risk: RiskSpec | None = None
+    #: The column naming the individual when a table holds several records per person (an
+    #: identifier column: never published). Classes are then counted in distinct persons and
+    #: suppression removes whole persons; the suppression limit is a fraction of the persons.
+    person_key: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("k")
     @classmethod
@@ -814,7 +838,42 @@ class ReleasePolicy(_Strict):
                     "cell as a value of its own"
                 )
 
+    def _check_person_key(self, privacy: PrivacySpec) -> None:
+        """A person key must be a never-published identifier, searched by the optimal search,
+        with models that hold per person (see ``privgate.core.privacy.PERSON_MODELS``)."""
+        key = privacy.person_key
+        if key is None:
+            return
+        if key not in self.columns:
+            raise ValueError(f"privacy.person_key: unknown column {key!r}")
+        if self.columns[key].role is not Role.IDENTIFIER:
+            raise ValueError(
+                f"privacy.person_key: column {key!r} must have role 'identifier' (a person key "
+                "names people and is never published)"
+            )
+        if self.algorithm.name is not Algorithm.OPTIMAL:
+            raise ValueError(
+                f"privacy.person_key: algorithm {self.algorithm.name.value!r} counts records, "
+                "not persons; use algorithm 'optimal' with a person key"
+            )
+        refused = [f"{ld.variant} l-diversity" for ld in privacy.l_diversity]
+        refused = [r for r in refused if not r.startswith("distinct")]
+        refused += [f"t-closeness of {tc.column!r}" for tc in privacy.t_closeness]
+        if privacy.risk is not None:
+            if privacy.risk.average is not None:
+                refused.append("the average risk limit")
+            if privacy.risk.share_above is not None:
+                refused.append("the risk share limit")
+        if refused:
+            raise ValueError(
+                f"privacy.person_key: {', '.join(refused)} cannot be guaranteed per person (a "
+                "class can fail by gaining a person's records, so there is no largest set of "
+                "people to keep); with a person key use k, distinct l-diversity and "
+                "risk.highest"
+            )
+
     def _check_privacy_columns(self, privacy: PrivacySpec) -> None:
+        self._check_person_key(privacy)
         sensitive = set(self.sensitive_columns)
         for key, specs in (
             ("l_diversity", privacy.l_diversity),

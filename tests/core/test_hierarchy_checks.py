@@ -236,3 +236,22 @@ def test_k_below_two_is_a_policy_error_with_a_reason(k: int) -> None:
         _validate(data, "test")
     assert f"privacy.k: k = {k} protects nobody" in str(info.value)
     assert "use k >= 2" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("privacy", "fragment"),
+    [
+        ({"t_closeness": [{"column": "d", "t": 1}]}, "t = 1 protects nothing"),
+        ({"risk": {"highest": 1}}, "highest = 1 protects nothing"),
+        ({"risk": {"average": 1}}, "average = 1 protects nothing"),
+        ({"risk": {"threshold": 1, "share_above": 0.1}}, "threshold = 1 protects nothing"),
+        ({"risk": {"threshold": 0.2, "share_above": 1}}, "share_above = 1 protects nothing"),
+    ],
+)
+def test_settings_that_protect_nothing_are_policy_errors(privacy: dict, fragment: str) -> None:
+    column = _column({"kind": "bands", "edges": [0, 18]})
+    data = _policy(column)
+    data["columns"]["d"] = {"role": "sensitive"}
+    data["privacy"] = {"k": 2, **privacy}
+    with pytest.raises(PolicyError, match=fragment):
+        _validate(data, "test")

@@ -10,13 +10,16 @@ import itertools
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privgate.core.anonymize._persons import PersonNodeChecker
 from privgate.core.encoding import encode_table
+from privgate.core.exceptions import PolicyError
 from privgate.core.gate import class_stats_of, verify_table
 from privgate.core.hierarchy import taxonomy_hierarchy
+from privgate.core.policy import _validate
 from privgate.core.privacy import (
     DistinctLDiversity,
     HighestRisk,
@@ -142,3 +145,68 @@ def test_checker_suppresses_exactly_the_people_outside_the_largest_releasable_se
         assert set(frame["person"][kept]) == expected, node
         # Whole persons: a kept person keeps every record.
         assert kept.sum() == frame["person"].isin(expected).sum()
+
+
+# ---------------------------------------------------------------------------------------------
+# The policy: a person key is a never-published identifier, with models that hold per person
+# ---------------------------------------------------------------------------------------------
+
+
+def _person_policy(**privacy) -> dict:
+    return {
+        "dataset": "hospital",
+        "input": {"path": "x.csv"},
+        "columns": {
+            "subject_id": {"role": "identifier"},
+            "gender": {
+                "role": "quasi_identifier",
+                "hierarchy": {"kind": "taxonomy", "tree": {"*": ["F", "M"]}},
+            },
+            "diagnosis": {"role": "sensitive"},
+            "ward": {"role": "insensitive"},
+        },
+        "privacy": {"k": 2, "person_key": "subject_id", **privacy},
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"privacy": {"k": 2, "person_key": "nobody"}}, "unknown column 'nobody'"),
+        ({"privacy": {"k": 2, "person_key": "ward"}}, "must have role 'identifier'"),
+        ({"algorithm": {"name": "mondrian"}}, "algorithm 'mondrian' counts records"),
+        (
+            {
+                "privacy": {
+                    "k": 2,
+                    "person_key": "subject_id",
+                    "t_closeness": [{"column": "diagnosis", "t": 0.3}],
+                }
+            },
+            "t-closeness of 'diagnosis' cannot be guaranteed per person",
+        ),
+        (
+            {
+                "privacy": {
+                    "k": 2,
+                    "person_key": "subject_id",
+                    "l_diversity": [{"column": "diagnosis", "variant": "entropy", "l": 2}],
+                }
+            },
+            "entropy l-diversity cannot be guaranteed per person",
+        ),
+    ],
+)
+def test_person_key_policy_refusals(change: dict, fragment: str) -> None:
+    data = {**_person_policy(), **change}
+    with pytest.raises(PolicyError, match=fragment):
+        _validate(data, "test")
+
+
+def test_person_key_policy_accepted_with_person_models() -> None:
+    data = _person_policy(
+        l_diversity=[{"column": "diagnosis", "variant": "distinct", "l": 2}], risk={"highest": 0.5}
+    )
+    policy = _validate(data, "test")
+    assert policy.privacy.person_key == "subject_id"
+    assert "subject_id" not in policy.released_columns
