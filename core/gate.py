@@ -10,7 +10,7 @@ undeclared column is present. The decision and its reasons are data, written to 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -33,6 +33,8 @@ __all__ = [
     "decide",
     "read_release",
     "sensitive_columns_of",
+    "sensitive_reference",
+    "with_reference",
     "verify_release",
     "verify_table",
 ]
@@ -153,6 +155,64 @@ def class_stats_of(
     return ClassStats(sizes, stats.histograms, stats.overall, stats.ordered_values)
 
 
+def with_reference(stats: ClassStats, reference: Mapping[str, Mapping[str, int]]) -> ClassStats:
+    """The same classes, compared with the input's distribution of each sensitive column.
+
+    A value of the input that no released record holds (all its records suppressed) is a
+    column of zeros in every class's histogram: the class is still compared with a
+    distribution that includes it, as the search compares it.
+    """
+    histograms, overall, values = dict(stats.histograms), dict(stats.overall), {}
+    values = dict(stats.ordered_values)
+    for name, counts in reference.items():
+        if name not in stats.histograms:
+            continue
+        released = [None if v is None else str(v) for v in stats.ordered_values[name]]
+        extra = [v for v in counts if v not in set(released)]
+        unknown = [v for v in released if v not in counts]
+        if unknown:
+            raise VerificationError(
+                f"column {name!r}: released value(s) {unknown[:5]} are not in the input"
+            )
+        order = released + extra
+        hist = stats.histograms[name]
+        histograms[name] = np.hstack([hist, np.zeros((hist.shape[0], len(extra)), np.int64)])
+        total = np.array([counts[v] for v in order], dtype=float)
+        overall[name] = total / max(total.sum(), 1.0)
+        values[name] = np.array(order, dtype=object)
+    return ClassStats(stats.sizes, histograms, overall, values)
+
+
+def sensitive_reference(
+    frame: object, columns: Sequence[str], output_format: str = "csv"
+) -> dict[str, dict[str, int]]:
+    """The input's count of each value of ``columns``, as text the gate reads back.
+
+    The release writes cells with pandas (CSV) or pyarrow (Parquet) and the gate reads them
+    back as text; the reference must name values the same way, so each column is written and
+    read back exactly as the release is. A missing cell is the key ``None``.
+    """
+    import csv
+    import io
+
+    import pandas as pd
+
+    out: dict[str, dict[str, int]] = {}
+    for name in columns:
+        column = pd.DataFrame({name: frame[name]})  # type: ignore[index]
+        if output_format == "parquet":
+            cells = [None if v is pd.NA else str(v) for v in column[name].astype("string")]
+        else:
+            text = column.to_csv(index=False, lineterminator="\n")
+            rows = list(csv.reader(io.StringIO(text)))[1:]
+            cells = [row[0] if row and row[0] != "" else None for row in rows]
+        counts: dict = {}
+        for cell in cells:
+            counts[cell] = counts.get(cell, 0) + 1
+        out[name] = counts
+    return out
+
+
 def _person_codes(persons: Sequence[object], n_rows: int) -> np.ndarray:
     """Each row's person as a code; a missing person key cannot be counted and is refused."""
     codes, _ = factorize(_as_text(persons))
@@ -187,6 +247,7 @@ def verify_table(
     forbidden_columns: Sequence[str] = (),
     persons: Sequence[object] | None = None,
     input_persons: int | None = None,
+    reference: Mapping[str, Mapping[str, int]] | None = None,
 ) -> GateDecision:
     """Measure a release table against the privacy models and the policy's other limits.
 
@@ -211,6 +272,12 @@ def verify_table(
     input_persons : int, optional
         Distinct persons of the input (with ``persons``; replaces ``input_rows`` for the
         suppression limit, which a person key counts in people).
+    reference : mapping of str to mapping of str to int, optional
+        Per sensitive column, the input's count of each value (as text, the way the release
+        writes it; see :func:`sensitive_reference`). t-closeness compares every class with
+        this distribution, as the search does: with suppression, the input's distribution,
+        not the released records'. Without it, the released records' distribution is used,
+        which equals the input's when nothing is suppressed.
     """
     reasons = check_columns(
         list(release), quasi_identifiers, models, expected_columns, forbidden_columns
@@ -220,6 +287,8 @@ def verify_table(
         return GateDecision(False, reasons, {"rows": n_rows})
     try:
         stats = class_stats_of(release, quasi_identifiers, sensitive_columns_of(models), persons)
+        if reference:
+            stats = with_reference(stats, reference)
     except VerificationError as exc:
         return GateDecision(False, [*reasons, str(exc)], {"rows": n_rows})
     if persons is None:

@@ -32,14 +32,17 @@ from privgate.core.anonymize import (
 from privgate.core.anonymize._bounds import ProjectionBounds
 from privgate.core.encoding import ClassStats, EncodedTable, encode_table
 from privgate.core.exceptions import AnonymizationError
-from privgate.core.gate import class_stats_of
+from privgate.core.gate import class_stats_of, sensitive_reference, verify_table
 from privgate.core.hierarchy import ARXHierarchy, Hierarchy, IntervalHierarchy, taxonomy_hierarchy
 from privgate.core.privacy import (
     AverageRisk,
     DistinctLDiversity,
+    EntropyLDiversity,
     HighestRisk,
     KAnonymity,
     PrivacyModel,
+    RecursiveCLDiversity,
+    RiskShareAbove,
     TCloseness,
 )
 
@@ -268,14 +271,44 @@ def problems(draw) -> Problem:
 def privacy(draw) -> tuple[list[PrivacyModel], float]:
     models: list[PrivacyModel] = [KAnonymity(k=draw(st.integers(1, 6)))]
     if draw(st.booleans()):
-        models.append(DistinctLDiversity(column="s", l=draw(st.integers(2, 3))))
+        l_value = draw(st.integers(2, 3))
+        models.append(
+            draw(
+                st.sampled_from([
+                    DistinctLDiversity(column="s", l=l_value),
+                    EntropyLDiversity(column="s", l=l_value),
+                    RecursiveCLDiversity(column="s", l=l_value, c=2.0),
+                ])
+            )
+        )  # fmt: skip
     if draw(st.booleans()):
-        models.append(TCloseness(column="s", t=draw(st.sampled_from([0.15, 0.3, 0.5]))))
+        t = draw(st.sampled_from([0.15, 0.3, 0.5]))
+        models.append(TCloseness(column="s", t=t, distance=draw(st.sampled_from(T_DISTANCES))))
     if draw(st.booleans()):
         models.append(HighestRisk(limit=draw(st.sampled_from([0.5, 0.25, 0.2]))))
     if draw(st.booleans()):
         models.append(AverageRisk(limit=draw(st.sampled_from([0.1, 0.25, 0.5]))))
+    if draw(st.booleans()):
+        models.append(RiskShareAbove(threshold=0.2, limit=draw(st.sampled_from([0.0, 0.1, 0.3]))))
     return models, draw(st.sampled_from([0.0, 0.05, 0.2]))
+
+
+T_DISTANCES = ["equal", "ordered"]
+
+
+def gate_of(problem: Problem, result: AnonymizationResult, models, limit: float):
+    """The gate's verdict on the release the search's node makes (the property: every node the
+    search accepts, the gate accepts, with the input's distribution as t-closeness' reference)."""
+    columns = [*problem.qis, problem.sensitive]
+    release = apply_generalization(problem.df, problem.encoded, result, columns)
+    return verify_table(
+        release,
+        problem.qis,
+        models,
+        input_rows=problem.n,
+        suppression_limit=limit,
+        reference=sensitive_reference(problem.df, [problem.sensitive]),
+    )
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None)
@@ -296,6 +329,8 @@ def test_optimal_matches_the_exhaustive_reference(problem: Problem, settings_) -
             assert tuple(result.levels.values()) == expected.node, (metric, models, limit)
             assert result.details["loss"] == pytest.approx(expected.metrics[metric], abs=1e-9)
             assert np.array_equal(result.suppressed, expected.suppressed), metric
+            decision = gate_of(problem, result, models, limit)
+            assert decision.passed, (decision.reasons, models, limit)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, database=None)
