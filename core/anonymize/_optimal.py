@@ -40,6 +40,7 @@ from privgate.core.anonymize._bounds import ProjectionBounds
 from privgate.core.anonymize._datafly import failing_tuples
 from privgate.core.anonymize._generalize import FullDomainAlgorithm
 from privgate.core.anonymize._lattice import NodeChecker
+from privgate.core.anonymize._persons import PersonNodeChecker
 from privgate.core.anonymize._result import Generalization
 from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import FrequencySet
@@ -120,8 +121,12 @@ class OptimalLattice(FullDomainAlgorithm):
         ]
         return metric.prepare(freq.table.columns, frequencies, freq.table.n_rows, min_class_size)
 
-    def search(self, freq: FrequencySet) -> Generalization:
+    def search(self, freq: FrequencySet, persons: np.ndarray | None = None) -> Generalization:
         """Find the optimal node and the records it suppresses.
+
+        With ``persons`` (each row's person code), classes are counted in distinct persons and
+        whole persons are suppressed, within ``suppression_limit`` of the persons (see
+        :class:`PersonNodeChecker`); the projection bounds, which count records, are not used.
 
         Raises
         ------
@@ -134,12 +139,19 @@ class OptimalLattice(FullDomainAlgorithm):
                 "the optimal search needs monotone privacy models; got "
                 + ", ".join(str(m) for m in self.models if not m.monotonic)
             )
-        checker = NodeChecker(freq, self.models, self.suppression_limit)
+        if persons is None:
+            checker = NodeChecker(freq, self.models, self.suppression_limit)
+        else:
+            checker = PersonNodeChecker(freq, persons, self.models, self.suppression_limit)
         lattice = checker.lattice
         nodes = lattice.nodes
         metric = self._prepared_metric(freq, checker.min_class_size)
         bound = metric.lower_bound(nodes)
-        suppressed_bound = self._bounds(freq).suppressed_at_least(nodes, checker.min_class_size)
+        if persons is None:
+            bounds = self._bounds(freq)
+            suppressed_bound = bounds.suppressed_at_least(nodes, checker.min_class_size)
+        else:  # the bounds count records; persons are fewer
+            suppressed_bound = np.zeros(len(nodes), dtype=np.int64)
         candidates = np.flatnonzero(suppressed_bound <= checker.allowance)
         level_sum = nodes.sum(axis=1)
         order = candidates[np.lexsort((candidates, level_sum[candidates], bound[candidates]))]
@@ -234,15 +246,22 @@ class OptimalLattice(FullDomainAlgorithm):
             raise AnonymizationError(
                 f"{', '.join(str(m) for m in self.models)} cannot be reached by any "
                 f"generalization within the suppression limit ({checker.allowance} of "
-                f"{checker.n_rows} records)"
+                + (
+                    f"{checker.n_rows} records)"
+                    if persons is None
+                    else f"{checker.n_persons} persons)"
+                )
             )
         levels = [int(v) for v in nodes[best_node]]
-        suppressed_tuples = failing_tuples(freq, levels, self.models)
+        if persons is None:
+            suppressed = failing_tuples(freq, levels, self.models)[freq.row_to_tuple]
+        else:
+            suppressed = checker.suppressed_rows(levels)
         names = freq.table.names
         return Generalization(
             algorithm=self.name,
             levels=dict(zip(names, levels, strict=True)),
-            suppressed=suppressed_tuples[freq.row_to_tuple],
+            suppressed=suppressed,
             details={
                 "metric": metric.name,
                 "loss": float(best_loss),

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from privgate.core.anonymize import OptimalLattice, apply_generalization
 from privgate.core.anonymize._persons import PersonNodeChecker
 from privgate.core.encoding import encode_table
-from privgate.core.exceptions import PolicyError
+from privgate.core.exceptions import AnonymizationError, PolicyError
 from privgate.core.gate import class_stats_of, verify_table
 from privgate.core.hierarchy import taxonomy_hierarchy
 from privgate.core.policy import _validate
@@ -210,3 +211,53 @@ def test_person_key_policy_accepted_with_person_models() -> None:
     policy = _validate(data, "test")
     assert policy.privacy.person_key == "subject_id"
     assert "subject_id" not in policy.released_columns
+
+
+# ---------------------------------------------------------------------------------------------
+# The person-keyed optimal search against a brute force over the lattice, and the gate
+# ---------------------------------------------------------------------------------------------
+
+
+def _precision(frame: pd.DataFrame, node, kept_people: set) -> float:
+    """ARX's precision loss, from its definition: suppressed records lose everything."""
+    heights = [HIERARCHIES[q].height for q in HIERARCHIES]
+    per_row = sum(level / h for level, h in zip(node, heights, strict=True))
+    kept = frame["person"].isin(kept_people).to_numpy()
+    q = len(heights)
+    return (kept.sum() * per_row + (~kept).sum() * q) / (len(frame) * q)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(rows=tables, models=model_sets, limit=st.sampled_from([0.0, 0.2, 0.5]))
+def test_person_search_finds_the_brute_force_optimum_and_the_gate_agrees(rows, models, limit):
+    frame = pd.DataFrame(rows, columns=["person", "q1", "q2", "s"])
+    frame["person"] = frame["person"].map(lambda p: f"p{p}")
+    n_persons = frame["person"].nunique()
+    allowed = int(limit * n_persons + 1e-9)
+    feasible = {}
+    for node in itertools.product(range(3), range(3)):
+        kept = _largest_releasable(frame, node, models)
+        if kept and n_persons - len(kept) <= allowed:
+            feasible[node] = (_precision(frame, node, kept), kept)
+    encoded = encode_table(frame, HIERARCHIES, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    search = OptimalLattice(models, limit, metric="precision")
+    if not feasible:
+        with pytest.raises(AnonymizationError, match="persons"):
+            search.anonymize(encoded.frequency_set(), persons=codes)
+        return
+    result = search.anonymize(encoded.frequency_set(), persons=codes)
+    node = tuple(result.levels.values())
+    best = min(loss for loss, _ in feasible.values())
+    assert node in feasible and feasible[node][0] == pytest.approx(best)
+    assert set(frame["person"][~result.suppressed]) == feasible[node][1]
+    release = apply_generalization(frame, encoded, result, ["q1", "q2", "s"])
+    decision = verify_table(
+        release,
+        list(HIERARCHIES),
+        models,
+        persons=frame["person"][~result.suppressed].to_numpy(),
+        input_persons=n_persons,
+        suppression_limit=limit,
+    )
+    assert decision.passed, decision.reasons
