@@ -18,11 +18,12 @@ import numpy as np
 
 from privgate.core.encoding import ClassStats, factorize, is_missing
 from privgate.core.exceptions import VerificationError
-<<<<<<< HEAD
-from privgate.core.privacy import PrivacyModel, sensitive_columns
-=======
-from privgate.core.privacy import PrivacyModel, persons_per_class, unsupported_with_persons
->>>>>>> 9cb8348 (People, not rows (core): classes sized in distinct persons, the gate verifying with a private row-to-person mapping and counting suppression in persons, a person-keyed node checker that suppresses whole persons (checked against a brute force over person subsets), and a seeded multi-visit hospital admissions generator)
+from privgate.core.privacy import (
+    PrivacyModel,
+    persons_per_class,
+    sensitive_columns,
+    unsupported_with_persons,
+)
 from privgate.core.textcsv import read_text_columns
 
 __all__ = [

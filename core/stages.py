@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from privgate.core.anonymize import (
@@ -32,12 +33,19 @@ from privgate.core.anonymize import (
     shuffle_rows,
 )
 from privgate.core.exceptions import AnonymizationError
-from privgate.core.gate import GateDecision, check_coverage, verify_release, verify_table
+from privgate.core.gate import (
+    GateDecision,
+    check_coverage,
+    sensitive_reference,
+    verify_release,
+    verify_table,
+)
 from privgate.core.hierarchy import Hierarchy, hierarchies_for
 from privgate.core.ingest import read_table
 from privgate.core.metrics import precision, table_loss
 from privgate.core.policy import ReleasePolicy
-from privgate.core.publish import StagedRelease, sha256_file, stage_release
+from privgate.core.privacy import TCloseness
+from privgate.core.publish import StagedRelease, discard, sha256_file, stage_release
 
 if TYPE_CHECKING:
     from privgate.core.ranking import Ranking
@@ -140,6 +148,19 @@ class AnonymizedTable:
     metrics: dict = field(default_factory=dict)
     covered: list[str] = field(default_factory=list)
     tier: int | None = None
+    #: Private facts the gate verifies with, never written to the release: each kept row's
+    #: person key (aligned with ``frame``) and the input's number of persons (a person-keyed
+    #: policy), and the input's value counts of the t-closeness columns (the reference
+    #: distribution the search used, see :func:`privgate.core.gate.sensitive_reference`).
+    persons: np.ndarray | None = None
+    input_persons: int | None = None
+    reference: dict | None = None
+
+    def gate_facts(self) -> dict:
+        """The private facts as keyword arguments of :func:`verify` (those that are set)."""
+        facts = {"persons": self.persons, "input_persons": self.input_persons}
+        facts["reference"] = self.reference
+        return {k: v for k, v in facts.items() if v is not None}
 
     @property
     def transformation(self) -> dict[str, str]:
@@ -182,12 +203,29 @@ def anonymize(
     data = SearchInput.prepare(frame, setup, ranking)
     algorithm = make_algorithm(setup)
     tables = []
+    t_columns = sorted({m.column for m in setup.models if isinstance(m, TCloseness)})
+    reference = sensitive_reference(frame, t_columns, setup.output_format) if t_columns else None
     for planned in algorithm.plan(data):
         result = algorithm.anonymize(data.covering(planned.covered))
         release = release_table(frame, result, setup.released_columns)
         metrics = _metrics(frame, release, result, setup, planned, started)
+        persons = input_persons = None
+        if setup.person_key is not None:
+            keys = frame[setup.person_key].astype("string").to_numpy(dtype=object)
+            persons = keys[~np.asarray(result.suppressed, dtype=bool)]
+            input_persons = len(set(keys.tolist()))
+            metrics["input_persons"] = input_persons
         tables.append(
-            AnonymizedTable(release, result, metrics, list(planned.covered), planned.tier)
+            AnonymizedTable(
+                release,
+                result,
+                metrics,
+                list(planned.covered),
+                planned.tier,
+                persons=persons,
+                input_persons=input_persons,
+                reference=reference,
+            )
         )
         started = time.perf_counter()
     return tables
@@ -230,14 +268,56 @@ def stage(table: AnonymizedTable, policy: ReleasePolicy, release_id: str) -> Sta
     system's entropy, so nothing published lets anyone recompute it): the published order
     reveals nothing about the input's, which may be sorted by a name or an id.
     """
-    return stage_release(
-        shuffle_rows(table.frame),
+    return _stage(table, policy, release_id)[0]
+
+
+#: A column name no policy declares (it starts with a NUL character): carries each row's
+#: person key through the shuffle, then is removed before writing.
+_PERSON_COLUMN = "\x00person"
+
+
+def _stage(
+    table: AnonymizedTable, policy: ReleasePolicy, release_id: str
+) -> tuple[StagedRelease, np.ndarray | None]:
+    """Stage the release; with a person key, also each written row's person, in written order
+    (shuffled with the rows, kept in memory, never written)."""
+    frame = table.frame
+    if table.persons is not None:
+        frame = frame.assign(**{_PERSON_COLUMN: table.persons})
+    shuffled = shuffle_rows(frame)
+    persons = None
+    if table.persons is not None:
+        persons = shuffled.pop(_PERSON_COLUMN).to_numpy(dtype=object)
+    staged = stage_release(
+        shuffled,
         policy.output.directory,
         policy.dataset,
         release_id,
         policy.output.format,
         file_mode=policy.output.mode,
     )
+    return staged, persons
+
+
+def stage_and_verify(
+    table: AnonymizedTable,
+    setup: SearchSetup,
+    policy: ReleasePolicy,
+    release_id: str,
+    input_rows: int | None,
+) -> tuple[StagedRelease, GateDecision]:
+    """Stage the release and verify the file as written, with the table's private facts (the
+    person of each written row, the t-closeness reference)."""
+    staged, persons = _stage(table, policy, release_id)
+    facts = table.gate_facts()
+    if persons is not None:
+        facts["persons"] = persons
+    try:
+        decision = verify(staged.release_file, setup, input_rows, covered=table.covered, **facts)
+    except BaseException:
+        discard(staged)  # the caller never receives it: clean up here
+        raise
+    return staged, decision
 
 
 def verify(
@@ -245,8 +325,13 @@ def verify(
     setup: SearchSetup,
     input_rows: int | None,
     covered: list[str] | None = None,
+    **private: object,
 ) -> GateDecision:
     """The gate: check every criterion of the policy on the release as written.
+
+    ``private`` are the facts the gate verifies with that are never published
+    (:meth:`AnonymizedTable.gate_facts`: the person of each row, aligned with ``release``, and
+    the t-closeness reference).
 
     ``release`` is the written file (re-read as text, as a recipient sees it) or, for the
     Python API, the release table. ``covered`` (a tiered release) names the quasi-identifiers
@@ -257,5 +342,6 @@ def verify(
     qis = list(setup.quasi_identifiers)
     covered = qis if covered is None else list(covered)
     check = verify_release if isinstance(release, (str, Path)) else verify_table
-    decision = check(release, covered, list(setup.models), **setup.gate_limits(input_rows))
+    limits = {**setup.gate_limits(input_rows), **private}
+    decision = check(release, covered, list(setup.models), **limits)
     return check_coverage(decision, covered, qis, narrower_accepted=setup.accept_narrower_coverage)

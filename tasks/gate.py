@@ -18,7 +18,7 @@ from privgate.core.anonymize import SearchSetup
 from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
-from privgate.core.publish import StagedRelease, discard
+from privgate.core.publish import StagedRelease
 
 
 @task(name="verify-and-gate", timeout_seconds=1800)
@@ -36,12 +36,7 @@ def gate_task(
     staging folder is removed and :class:`GateBlockedError` (holding the decision) is raised.
     """
     started = time.perf_counter()
-    staged = stages.stage(table, policy, release_id)
-    try:
-        decision = stages.verify(staged.release_file, setup, input_rows, covered=table.covered)
-    except BaseException:
-        discard(staged)  # the flow never receives it: clean up here
-        raise
+    staged, decision = stages.stage_and_verify(table, setup, policy, release_id, input_rows)
     log = get_run_logger()
     (log.info if decision.passed else log.error)(
         "gate: %s (%.2fs)", decision.summary, time.perf_counter() - started

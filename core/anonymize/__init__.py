@@ -43,6 +43,7 @@ from privgate.core.anonymize._generalize import (
     generalization_result,
 )
 from privgate.core.anonymize._optimal import OptimalLattice
+from privgate.core.anonymize._persons import check_person_models
 from privgate.core.anonymize._release import release_columns, release_table, shuffle_rows
 from privgate.core.anonymize._result import AnonymizationResult, Generalization
 from privgate.core.anonymize._setup import SearchSetup, check_k
@@ -140,7 +141,21 @@ def algorithm_class(name: Algorithm | str) -> type[AnonymizationAlgorithm]:
 
 
 def make_algorithm(setup: SearchSetup) -> AnonymizationAlgorithm:
-    """The algorithm a setup names, configured with its models, limits and options."""
+    """The algorithm a setup names, configured with its models, limits and options.
+
+    Raises
+    ------
+    AnonymizationError
+        A person-keyed setup with an algorithm that counts records (only the optimal search
+        counts persons), or models that cannot be guaranteed per person.
+    """
+    if setup.person_key is not None:
+        if setup.algorithm is not Algorithm.OPTIMAL:
+            raise AnonymizationError(
+                f"algorithm {setup.algorithm.value!r} counts records, not persons; use "
+                "'optimal' with a person key"
+            )
+        check_person_models(setup.models)
     return algorithm_class(setup.algorithm).from_setup(setup)
 
 
@@ -157,6 +172,11 @@ def full_domain_setup(policy: ReleasePolicy, where: str) -> SearchSetup:
             f"a differential_privacy policy is not available in {where}; use `privgate run`"
         )
     setup = SearchSetup.from_policy(policy)
+    if setup.person_key is not None:
+        raise AnonymizationError(
+            f"privacy.person_key is not available in {where} (it counts records, not persons); "
+            "use `privgate run`"
+        )
     cls = algorithm_class(setup.algorithm)
     one_release = cls.plan is AnonymizationAlgorithm.plan
     if not (issubclass(cls, FullDomainAlgorithm) and one_release):

@@ -23,9 +23,11 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
+import numpy as np
+
 from privgate.core.anonymize._result import AnonymizationResult
 from privgate.core.anonymize._setup import SearchSetup
-from privgate.core.encoding import EncodedTable, FrequencySet, encode_table
+from privgate.core.encoding import EncodedTable, FrequencySet, encode_table, factorize
 from privgate.core.exceptions import AnonymizationError
 
 __all__ = ["AnonymizationAlgorithm", "PlannedRelease", "RankedAttributes", "SearchInput"]
@@ -72,6 +74,8 @@ class SearchInput:
     setup: SearchSetup
     encoded: EncodedTable
     ranking: RankedAttributes | None = None
+    #: Each row's person as a code ``0..n_persons-1`` (a person-keyed setup), else ``None``.
+    persons: np.ndarray | None = None
 
     @classmethod
     def prepare(
@@ -97,7 +101,7 @@ class SearchInput:
             raise AnonymizationError(f"column(s) not in the table: {absent}")
         setup.check_feasible(_n_rows(rows))
         encoded = encode_table(rows, setup.hierarchies, setup.sensitive)
-        return cls(rows, setup, encoded, ranking)
+        return cls(rows, setup, encoded, ranking, _person_codes(rows, setup.person_key))
 
     @property
     def covered(self) -> tuple[str, ...]:
@@ -129,6 +133,22 @@ class SearchInput:
                 "first (the policy's 'ranking' section)"
             )
         return self.ranking
+
+
+def _person_codes(rows: Mapping[str, Any], person_key: str | None) -> np.ndarray | None:
+    """Each row's person as a code; a row without a person key cannot be counted."""
+    if person_key is None:
+        return None
+    if person_key not in rows:
+        raise AnonymizationError(f"the person key column {person_key!r} is not in the table")
+    codes, _ = factorize(rows[person_key])
+    if (codes < 0).any():
+        first = int(np.flatnonzero(codes < 0)[0])
+        raise AnonymizationError(
+            f"column {person_key!r} (privacy.person_key): {int((codes < 0).sum())} row(s) have "
+            f"no person key (first at row {first}); every record must name its person"
+        )
+    return codes.astype(np.int64)
 
 
 def _n_rows(rows: Mapping[str, Any]) -> int:

@@ -37,11 +37,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from privgate.core.anonymize._bounds import ProjectionBounds
+from privgate.core.anonymize._contract import SearchInput
 from privgate.core.anonymize._datafly import failing_tuples
-from privgate.core.anonymize._generalize import FullDomainAlgorithm
+from privgate.core.anonymize._generalize import FullDomainAlgorithm, generalization_result
 from privgate.core.anonymize._lattice import NodeChecker
 from privgate.core.anonymize._persons import PersonNodeChecker
-from privgate.core.anonymize._result import Generalization
+from privgate.core.anonymize._result import AnonymizationResult, Generalization
 from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import AnonymizationError
@@ -104,6 +105,17 @@ class OptimalLattice(FullDomainAlgorithm):
     @classmethod
     def from_setup(cls, setup: SearchSetup) -> OptimalLattice:
         return cls(setup.models, setup.suppression_limit, metric=setup.metric)
+
+    def anonymize(self, data: SearchInput) -> AnonymizationResult:
+        """The contract's search; with a person key, classes are counted in persons."""
+        if data.persons is None:
+            return super().anonymize(data)
+        freq = data.frequency_set
+        found = self.search(freq, persons=data.persons)
+        result = generalization_result(found, data.encoded, self.name)
+        result.details["distinct_tuples"] = int(len(freq.counts))
+        result.details["persons"] = int(data.persons.max()) + 1 if len(data.persons) else 0
+        return result
 
     def _bounds(self, freq: FrequencySet) -> ProjectionBounds:
         """Projection bounds of ``freq``, computed once per frequency set and reused."""

@@ -103,6 +103,8 @@ class SearchSetup:
     release_tiers: tuple[int, ...] | None = None
     accept_narrower_coverage: bool = False
     person_key: str | None = None
+    #: The release's file format (``csv`` or ``parquet``): how the gate reads values back.
+    output_format: str = "csv"
 
     @classmethod
     def from_policy(
@@ -140,6 +142,8 @@ class SearchSetup:
             strict=True if spec.strict is None else spec.strict,
             release_tiers=tuple(spec.release_tiers) if spec.release_tiers else None,
             accept_narrower_coverage=bool(spec.accept_narrower_coverage),
+            person_key=policy.privacy.person_key,
+            output_format=policy.output.format,
         )
 
     @property

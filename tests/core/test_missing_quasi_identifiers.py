@@ -14,6 +14,7 @@ import pytest
 from pycanon import anonymity
 
 from privgate.core import stages
+from privgate.core.anonymize import SearchSetup
 from privgate.core.exceptions import PolicyError
 from privgate.core.gate import class_stats_of, read_release, verify_table
 from privgate.core.policy import ReleasePolicy, _validate
@@ -61,7 +62,7 @@ def _table(seed: int = 3, n: int = 120) -> pd.DataFrame:
 def _release(tmp_path, policy: ReleasePolicy, frame: pd.DataFrame):
     hierarchies = stages.load_hierarchies(policy)
     validated = validate_input(frame, policy, hierarchies)
-    table = stages.anonymize(validated, policy, hierarchies)
+    (table,) = stages.anonymize(validated, SearchSetup.from_policy(policy, hierarchies))
     path = tmp_path / "release.csv"
     table.frame.to_csv(path, index=False)
     return validated, table, read_release(path)

@@ -296,7 +296,7 @@ def privacy(draw) -> tuple[list[PrivacyModel], float]:
 T_DISTANCES = ["equal", "ordered"]
 
 
-def gate_of(problem: Problem, result: AnonymizationResult, models, limit: float):
+def gate_of(problem: Problem, result: Generalization, models, limit: float):
     """The gate's verdict on the release the search's node makes (the property: every node the
     search accepts, the gate accepts, with the input's distribution as t-closeness' reference)."""
     columns = [*problem.qis, problem.sensitive]

@@ -244,9 +244,9 @@ def test_person_search_finds_the_brute_force_optimum_and_the_gate_agrees(rows, m
     search = OptimalLattice(models, limit, metric="precision")
     if not feasible:
         with pytest.raises(AnonymizationError, match="persons"):
-            search.anonymize(encoded.frequency_set(), persons=codes)
+            search.search(encoded.frequency_set(), persons=codes)
         return
-    result = search.anonymize(encoded.frequency_set(), persons=codes)
+    result = search.search(encoded.frequency_set(), persons=codes)
     node = tuple(result.levels.values())
     best = min(loss for loss, _ in feasible.values())
     assert node in feasible and feasible[node][0] == pytest.approx(best)

@@ -56,7 +56,7 @@ def test_arx_hierarchical_t_closeness_case_publishes(shared_data) -> None:
     )
     models = [KAnonymity(k=5), t_model]
     encoded = encode_table(frame, hierarchies, [sensitive])
-    result = OptimalLattice(models, 0.05, metric="entropy").anonymize(encoded.frequency_set())
+    result = OptimalLattice(models, 0.05, metric="entropy").search(encoded.frequency_set())
     assert result.n_suppressed == 1384
     release = apply_generalization(frame, encoded, result, list(frame.columns))
     limits = {"input_rows": len(frame), "suppression_limit": 0.05}
