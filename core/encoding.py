@@ -238,12 +238,20 @@ class ClassStats:
         Per sensitive column, the distribution (summing to 1) over the whole table.
     ordered_values : dict of str to ndarray
         Per sensitive column, the values in the order of the histogram columns.
+    population_sizes : ndarray of int64, shape (n_classes,), optional
+        Records of the declared population table in each class (k-map, δ-presence); ``None``
+        when no model compares with a population.
+    population_outside : int
+        Records of the population table that match no class (people the release shows no
+        one like).
     """
 
     sizes: np.ndarray
     histograms: dict[str, np.ndarray]
     overall: dict[str, np.ndarray]
     ordered_values: dict[str, np.ndarray]
+    population_sizes: np.ndarray | None = None
+    population_outside: int = 0
 
     @classmethod
     def from_labels(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +19,10 @@ import numpy as np
 from privgate.core.encoding import ClassStats, factorize, is_missing
 from privgate.core.exceptions import VerificationError
 from privgate.core.privacy import (
+    Population,
     PrivacyModel,
     persons_per_class,
+    population_of,
     sensitive_columns,
     unsupported_with_persons,
 )
@@ -38,6 +40,7 @@ __all__ = [
     "with_reference",
     "verify_release",
     "verify_table",
+    "with_population",
 ]
 
 
@@ -127,18 +130,7 @@ def class_stats_of(
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return ClassStats(empty, {}, {}, {})
-    key = np.zeros(n, dtype=np.int64)
-    space = 1
-    for name in quasi_identifiers:
-        column_codes, uniques = factorize(_as_text(table[name]))
-        radix = len(uniques) + 1  # one more code for a missing cell
-        if space * radix >= 2**62:  # compact the key so far before it could overflow
-            key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
-            space = int(key.max()) + 1
-        key = key * radix + np.where(column_codes < 0, len(uniques), column_codes)
-        space *= radix
-    _, class_ids = np.unique(key, return_inverse=True)
-    class_ids = class_ids.reshape(-1)
+    class_ids, _ = _classes(table, quasi_identifiers)
     n_classes = int(class_ids.max()) + 1
     sens_codes, sens_values = {}, {}
     for name in sensitive:
@@ -227,6 +219,38 @@ def _person_codes(persons: Sequence[object], n_rows: int) -> np.ndarray:
     return codes
 
 
+def _classes(table: object, quasi_identifiers: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Class id of every row (classes ordered by their key) and one row of each class."""
+    n = _n_rows(table)
+    key = np.zeros(n, dtype=np.int64)
+    space = 1
+    for name in quasi_identifiers:
+        column_codes, uniques = factorize(_as_text(table[name]))
+        radix = len(uniques) + 1  # one more code for a missing cell
+        if space * radix >= 2**62:  # compact the key so far before it could overflow
+            key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            space = int(key.max()) + 1
+        key = key * radix + np.where(column_codes < 0, len(uniques), column_codes)
+        space *= radix
+    _, first, class_ids = np.unique(key, return_index=True, return_inverse=True)
+    return class_ids.reshape(-1), first
+
+
+def with_population(
+    stats: ClassStats, table: object, quasi_identifiers: Sequence[str], population: Population
+) -> tuple[ClassStats, list[str]]:
+    """``stats`` with each class's population count, matched on the release's cell text
+    (:meth:`privgate.core.privacy.Population.counts_for_labels`), and the reasons the counts
+    cannot be trusted (texts naming different population values at different levels)."""
+    if not len(stats.sizes):
+        return stats, []
+    _, first = _classes(table, quasi_identifiers)
+    labels = {q: _as_text(table[q])[first] for q in quasi_identifiers}
+    counts, outside, problems = population.counts_for_labels(labels)
+    reasons = [f"cannot count the population in the release's classes: {p}" for p in problems]
+    return replace(stats, population_sizes=counts, population_outside=outside), reasons
+
+
 def _as_text(column: object) -> np.ndarray:
     """Cells as ``str`` or ``None``, whatever the column's container and dtype."""
     if isinstance(column, np.ndarray) and column.dtype == object:
@@ -292,6 +316,10 @@ def verify_table(
             stats = with_reference(stats, reference)
     except VerificationError as exc:
         return GateDecision(False, [*reasons, str(exc)], {"rows": n_rows})
+    population = population_of(models)
+    if population is not None:
+        stats, problems = with_population(stats, release, quasi_identifiers, population)
+        reasons += problems
     if persons is None:
         return decide(stats, n_rows, models, reasons, input_rows, suppression_limit)
     reasons += [

@@ -27,6 +27,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from privgate.core.anonymize._generalize import FullDomainAlgorithm
+from privgate.core.anonymize._population import (
+    class_codes_of,
+    population_index,
+    with_population_counts,
+)
 from privgate.core.anonymize._result import Generalization
 from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import FrequencySet
@@ -43,6 +48,10 @@ def approximation_degree(codes: np.ndarray, counts: np.ndarray) -> float:
 
 def _failing_mask(freq: FrequencySet, levels: Sequence[int], models: Sequence[PrivacyModel]):
     stats, class_ids = freq.class_stats(levels)
+    index = population_index(freq, models)
+    if index is not None:
+        codes = class_codes_of(freq, levels, class_ids, len(stats.sizes))
+        stats = with_population_counts(stats, index, levels, codes)
     ok = np.ones(len(stats.sizes), dtype=bool)
     for model in models:
         ok &= model.satisfied_by(stats)
@@ -63,7 +72,11 @@ def _table_level_ok(
         freq.counts[kept],
         np.zeros(0, dtype=np.int64),
     )
-    stats, _ = sub.class_stats(levels)
+    stats, class_ids = sub.class_stats(levels)
+    index = population_index(freq, models)
+    if index is not None:
+        codes = class_codes_of(sub, levels, class_ids, len(stats.sizes))
+        stats = with_population_counts(stats, index, levels, codes)
     return all(m.table_satisfied(stats) for m in models)
 
 

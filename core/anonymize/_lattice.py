@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privgate.core.anonymize._population import population_index, with_population_counts
 from privgate.core.encoding import ClassStats, FrequencySet
 from privgate.core.privacy import PrivacyModel
 
@@ -183,6 +184,7 @@ class NodeChecker:
         self._last: tuple[int, ...] | None = None
         self._bottom = bottom
         self._outcomes: dict[tuple[int, ...], NodeOutcome] = {}
+        self._population = population_index(freq, self.models)
 
     # --- set-up -------------------------------------------------------------------------
 
@@ -296,12 +298,28 @@ class NodeChecker:
     # --- evaluation ---------------------------------------------------------------------
 
     def stats(self, table: ClassTable) -> ClassStats:
-        """The table in the form the privacy models check."""
-        return ClassStats(
+        """The table in the form the privacy models check (with each class's population
+        count when a model compares with a population)."""
+        stats = ClassStats(
             table.sizes,
             dict(zip(self._sensitive, table.histograms, strict=True)),
             self._overall,
             self._values,
+        )
+        return with_population_counts(stats, self._population, table.node, table.codes)
+
+    @staticmethod
+    def _kept(stats: ClassStats, ok: np.ndarray) -> ClassStats:
+        """The statistics of the classes ``ok`` (the others' records suppressed): their
+        population records then match no class of the release."""
+        population = stats.population_sizes
+        return ClassStats(
+            stats.sizes[ok],
+            {name: h[ok] for name, h in stats.histograms.items()},
+            stats.overall,
+            stats.ordered_values,
+            None if population is None else population[ok],
+            stats.population_outside + (0 if population is None else int(population[~ok].sum())),
         )
 
     def evaluate(self, node: Sequence[int]) -> NodeOutcome:
@@ -313,6 +331,7 @@ class NodeChecker:
         table = self.class_table(node)
         ok = np.ones(len(table), dtype=bool)
         satisfied = True
+        stats = None
         if self.models:
             stats = self.stats(table)
             for model in self.models:
@@ -320,10 +339,8 @@ class NodeChecker:
         failing = ~ok
         outliers = int(table.sizes[failing].sum())
         satisfied = outliers <= self.allowance
-        if satisfied and self.models:
-            kept = self.stats(
-                ClassTable(node, (), table.sizes[ok], tuple(h[ok] for h in table.histograms))
-            )
+        if satisfied and stats is not None:
+            kept = self._kept(stats, ok)
             satisfied = all(model.table_satisfied(kept) for model in self.models)
         outcome = NodeOutcome(node, satisfied, outliers, table, failing)
         self._outcomes[node] = outcome

@@ -20,7 +20,8 @@ evaluates few nodes:
    binary-searched for its highest failing node, whose whole down-set is then pruned. With
    records suppressed, some models are not monotone (a coarser node may have to suppress
    more, see :attr:`PrivacyModel.monotonic_with_suppression`); with those, and a non-zero
-   suppression limit, nothing is pruned and every node the bounds leave is evaluated.
+   suppression limit, or with a model that is not monotone at all, nothing is pruned and
+   every node the bounds leave is evaluated.
 4. **Roll-up.** Each evaluated node is grouped from the class table of the smallest cached
    finer node, not from the frequency set (see :class:`NodeChecker`).
 
@@ -68,7 +69,7 @@ class OptimalLattice(FullDomainAlgorithm):
     Parameters
     ----------
     models : sequence of PrivacyModel
-        Every kept class must satisfy all of them (all are monotone).
+        Every kept class must satisfy all of them.
     suppression_limit : float
         Largest fraction of records that may be suppressed.
     metric : str or LossMetric, default="loss"
@@ -146,11 +147,6 @@ class OptimalLattice(FullDomainAlgorithm):
             If no node satisfies the models within the suppression limit.
         """
         started = time.perf_counter()
-        if any(not m.monotonic for m in self.models):
-            raise AnonymizationError(
-                "the optimal search needs monotone privacy models; got "
-                + ", ".join(str(m) for m in self.models if not m.monotonic)
-            )
         if persons is None:
             checker = NodeChecker(freq, self.models, self.suppression_limit)
         else:
@@ -198,8 +194,12 @@ class OptimalLattice(FullDomainAlgorithm):
                 return (int(level_sum[index]), tuple(nodes[index])) >= best_key
             return b > best_loss
 
-        # Pruning the down-set of a failing node is exact only if satisfaction is monotone.
-        prune = checker.allowance == 0 or all(m.monotonic_with_suppression for m in self.models)
+        # Pruning the down-set of a failing node is exact only if satisfaction is monotone;
+        # with a model that is not (delta-disclosure ignoring absent values), every node the
+        # bounds leave is evaluated.
+        prune = all(m.monotonic for m in self.models) and (
+            checker.allowance == 0 or all(m.monotonic_with_suppression for m in self.models)
+        )
         progress = Progress("optimal search", len(order))
         for position, index in enumerate(order):
             progress.update(

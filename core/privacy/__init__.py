@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 
 from privgate.core.policy import PrivacySpec
 from privgate.core.privacy._base import PrivacyModel
+from privgate.core.privacy._disclosure import DeltaDisclosure, disclosure_ratios
 from privgate.core.privacy._k_anonymity import KAnonymity
+from privgate.core.privacy._k_map import EstimatedKMap, KMap, derived_k
 from privgate.core.privacy._l_diversity import (
     DistinctLDiversity,
     EntropyLDiversity,
@@ -24,6 +26,9 @@ from privgate.core.privacy._persons import (
     persons_per_class,
     unsupported_with_persons,
 )
+from privgate.core.privacy._likeness import BetaLikeness, likeness_gains
+from privgate.core.privacy._population import Population, PopulationIndex, population_of
+from privgate.core.privacy._presence import PresenceLowerBound, PresenceUpperBound, presence_shares
 from privgate.core.privacy._risk import AverageRisk, HighestRisk, RiskShareAbove, record_risks
 from privgate.core.privacy._t_closeness import TCloseness, class_distances, hierarchical_distances
 
@@ -32,6 +37,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AverageRisk",
+    "BetaLikeness",
+    "DeltaDisclosure",
+    "EstimatedKMap",
+    "KMap",
+    "Population",
+    "PopulationIndex",
+    "PresenceLowerBound",
+    "PresenceUpperBound",
+    "derived_k",
+    "disclosure_ratios",
+    "likeness_gains",
+    "population_of",
+    "presence_shares",
     "DistinctLDiversity",
     "HighestRisk",
     "RiskShareAbove",
