@@ -478,6 +478,65 @@ class RiskSpec(_Strict):
         return self
 
 
+class PopulationSpec(_Strict):
+    """The population table a release is compared with (k-map, δ-presence): a CSV file with
+    the quasi-identifier columns (others are ignored), e.g. a census extract or, for
+    δ-presence, the register the input was drawn from (the input must then be a subset)."""
+
+    path: Path
+    delimiter: str = Field(default=",", min_length=1, max_length=1)
+    encoding: str = "utf-8"
+
+
+class KMapSpec(_Strict):
+    """k-map: every released record matches at least ``k`` people of the population.
+
+    Counted exactly in ``privacy.population`` when the policy declares one; otherwise
+    estimated from ``population_size`` (ARX's Poisson or zero-truncated Poisson estimate, a
+    statistical guarantee at ``significance``).
+    """
+
+    k: int = Field(ge=2)
+    population_size: int | None = Field(default=None, ge=1)
+    significance: float = Field(default=0.01, ge=0, le=1)
+    estimator: Literal["poisson", "zero_truncated_poisson"] = "zero_truncated_poisson"
+
+
+class DeltaPresenceSpec(_Strict):
+    """δ-presence: the chance that a person of the population is in the release, as an
+    attacker who sees it estimates it, stays within ``[min, max]``."""
+
+    min: float = Field(default=0.0, ge=0, lt=1)
+    max: float = Field(gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DeltaPresenceSpec:
+        if self.min >= self.max:
+            raise ValueError(f"min ({self.min:g}) must be below max ({self.max:g})")
+        return self
+
+
+class BetaLikenessSpec(_Strict):
+    """β-likeness of one sensitive column (Cao and Karras, 2012): no class raises the
+    frequency of a value by more than ``beta`` times its table frequency (``enhanced``: nor by
+    more than ``-ln`` of it)."""
+
+    column: str
+    beta: float = Field(gt=0)
+    variant: Literal["basic", "enhanced"] = "basic"
+
+
+class DeltaDisclosureSpec(_Strict):
+    """δ-disclosure privacy of one sensitive column (Brickell and Shmatikov, 2008):
+    ``|log2(p_class / p_table)| < delta`` for every value; ``absent_values: ignored`` skips
+    values a class does not hold, as ARX does (weaker, and the search then visits every
+    node)."""
+
+    column: str
+    delta: float = Field(gt=0)
+    absent_values: Literal["fail", "ignored"] = "fail"
+
+
 #: The smallest ``k`` a policy (or a run's override) accepts: with ``k = 1`` every record may
 #: sit alone in its class, which protects nobody.
 K_MINIMUM = 2
@@ -495,17 +554,46 @@ class PrivacySpec(_Strict):
     #: identifier column: never published). Classes are then counted in distinct persons and
     #: suppression removes whole persons; the suppression limit is a fraction of the persons.
     person_key: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    population: PopulationSpec | None = None
+    k_map: KMapSpec | None = None
+    delta_presence: DeltaPresenceSpec | None = None
+    beta_likeness: list[BetaLikenessSpec] = Field(default_factory=list)
+    delta_disclosure: list[DeltaDisclosureSpec] = Field(default_factory=list)
 
-    @field_validator("k")
-    @classmethod
-    def _k_protects(cls, k: int) -> int:
-        if k < K_MINIMUM:
+    @model_validator(mode="after")
+    def _k_protects(self) -> PrivacySpec:
+        # k = 1 is meaningful only beside a population model (k-map or delta-presence
+        # protect on their own); alone it publishes the quasi-identifiers as they are.
+        if self.k < K_MINIMUM and self.k_map is None and self.delta_presence is None:
             raise ValueError(
-                f"k = {k} protects nobody: with k < 2 every record may sit alone in its class, "
-                "so the release would publish the quasi-identifiers as they are while the gate "
-                "reports PASSED; use k >= 2 (5 or more is usual)"
+                f"k = {self.k} protects nobody: with k < 2 every record may sit alone in its "
+                "class, so the release would publish the quasi-identifiers as they are while "
+                "the gate reports PASSED; use k >= 2 (5 or more is usual)"
             )
-        return k
+        return self
+
+    @model_validator(mode="after")
+    def _population_for_its_models(self) -> PrivacySpec:
+        if self.delta_presence is not None and self.population is None:
+            raise ValueError(
+                "delta_presence compares the release with its population: declare "
+                "privacy.population (the table the input was drawn from)"
+            )
+        if self.k_map is not None:
+            if self.population is None and self.k_map.population_size is None:
+                raise ValueError(
+                    "k_map needs privacy.population (counted exactly) or "
+                    "k_map.population_size (estimated)"
+                )
+            if self.population is not None and self.k_map.population_size is not None:
+                raise ValueError(
+                    "k_map: give either privacy.population or k_map.population_size, not both"
+                )
+        if self.population is not None and self.k_map is None and self.delta_presence is None:
+            raise ValueError(
+                "privacy.population is declared but no k_map or delta_presence uses it"
+            )
+        return self
 
 
 class Algorithm(StrEnum):
@@ -525,6 +613,10 @@ class Algorithm(StrEnum):
 
 #: Algorithms that consume the sensitivity ranking.
 RANKED_ALGORITHMS = frozenset({Algorithm.RFKA, Algorithm.TIERED})
+
+
+#: Algorithms that count each class's population (k-map and δ-presence with a table).
+POPULATION_ALGORITHMS = frozenset({Algorithm.OPTIMAL, Algorithm.DATAFLY})
 
 
 MetricName = Literal["loss", "precision", "discernibility", "average_class_size", "entropy"]
@@ -874,10 +966,21 @@ class ReleasePolicy(_Strict):
 
     def _check_privacy_columns(self, privacy: PrivacySpec) -> None:
         self._check_person_key(privacy)
+        compares_population = privacy.delta_presence is not None or (
+            privacy.k_map is not None and privacy.k_map.population_size is None
+        )
+        if compares_population and self.algorithm.name not in POPULATION_ALGORITHMS:
+            raise ValueError(
+                f"algorithm.name: {self.algorithm.name.value!r} cannot check k-map or "
+                "delta_presence against a population table; use "
+                + " or ".join(repr(a.value) for a in sorted(POPULATION_ALGORITHMS))
+            )
         sensitive = set(self.sensitive_columns)
         for key, specs in (
             ("l_diversity", privacy.l_diversity),
             ("t_closeness", privacy.t_closeness),
+            ("beta_likeness", privacy.beta_likeness),
+            ("delta_disclosure", privacy.delta_disclosure),
         ):
             for i, spec in enumerate(specs):
                 if spec.column not in self.columns:
@@ -1100,6 +1203,8 @@ def _resolve_paths(policy: ReleasePolicy, base: Path) -> ReleasePolicy:
     for name, spec in policy.columns.items():
         if isinstance(spec.hierarchy, ARXHierarchySpec):
             data["columns"][name]["hierarchy"]["path"] = resolve(spec.hierarchy.path)
+    if policy.privacy is not None and policy.privacy.population is not None:
+        data["privacy"]["population"]["path"] = resolve(policy.privacy.population.path)
     return ReleasePolicy.model_validate(data)
 
 

@@ -24,6 +24,7 @@ from privgate.core.privacy import (
     KAnonymity,
     PrivacyModel,
     models_from_policy,
+    read_population,
     sensitive_columns,
 )
 
@@ -127,7 +128,8 @@ class SearchSetup:
         qis = policy.quasi_identifiers
         if hierarchies is None:
             hierarchies = hierarchies_for(policy)
-        models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy))
+        population = read_population(policy.privacy, {q: hierarchies[q] for q in qis})
+        models = models_from_policy(policy.privacy, sensitive_hierarchies_for(policy), population)
         spec = policy.algorithm
         return cls(
             algorithm=spec.name,

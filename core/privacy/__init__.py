@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from privgate.core.exceptions import AnonymizationError
 from privgate.core.policy import PrivacySpec
 from privgate.core.privacy._base import PrivacyModel
 from privgate.core.privacy._disclosure import DeltaDisclosure, disclosure_ratios
@@ -21,16 +22,17 @@ from privgate.core.privacy._l_diversity import (
     RecursiveCLDiversity,
     class_entropies,
 )
+from privgate.core.privacy._likeness import BetaLikeness, likeness_gains
 from privgate.core.privacy._persons import (
     PERSON_MODELS,
     persons_per_class,
     unsupported_with_persons,
 )
-from privgate.core.privacy._likeness import BetaLikeness, likeness_gains
 from privgate.core.privacy._population import Population, PopulationIndex, population_of
 from privgate.core.privacy._presence import PresenceLowerBound, PresenceUpperBound, presence_shares
 from privgate.core.privacy._risk import AverageRisk, HighestRisk, RiskShareAbove, record_risks
 from privgate.core.privacy._t_closeness import TCloseness, class_distances, hierarchical_distances
+from privgate.core.textcsv import read_text_columns
 
 if TYPE_CHECKING:
     from privgate.core.hierarchy import Hierarchy
@@ -50,6 +52,7 @@ __all__ = [
     "likeness_gains",
     "population_of",
     "presence_shares",
+    "read_population",
     "DistinctLDiversity",
     "HighestRisk",
     "RiskShareAbove",
@@ -76,13 +79,35 @@ def sensitive_columns(models: Sequence[PrivacyModel]) -> list[str]:
     return sorted({m.column for m in models if getattr(m, "column", None) is not None})
 
 
+def read_population(spec: PrivacySpec, hierarchies: Mapping[str, Hierarchy]) -> Population | None:
+    """The population table a policy declares (``privacy.population``), summarized over the
+    quasi-identifiers ``hierarchies`` (``None`` when it declares none).
+
+    Raises
+    ------
+    IngestError
+        The file cannot be read as CSV.
+    AnonymizationError, HierarchyError
+        A quasi-identifier column is missing, a cell is empty, or a value is not covered.
+    """
+    if spec.population is None:
+        return None
+    declared = spec.population
+    columns = read_text_columns(declared.path, declared.delimiter, declared.encoding)
+    return Population.from_columns(columns, hierarchies, str(declared.path))
+
+
 def models_from_policy(
-    spec: PrivacySpec, hierarchies: Mapping[str, Hierarchy] | None = None
+    spec: PrivacySpec,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    population: Population | None = None,
 ) -> list[PrivacyModel]:
-    """k-anonymity first, then every l-diversity, t-closeness and risk criterion.
+    """k-anonymity first, then every l-diversity, t-closeness, β-likeness, δ-disclosure,
+    risk, k-map and δ-presence criterion.
 
     ``hierarchies`` supplies the sensitive columns' hierarchies that hierarchical
-    t-closeness needs.
+    t-closeness needs; ``population`` the table k-map and δ-presence compare with (see
+    :func:`read_population`).
     """
     hierarchies = hierarchies or {}
     models: list[PrivacyModel] = [KAnonymity(k=spec.k)]
@@ -102,6 +127,12 @@ def models_from_policy(
                 hierarchy=hierarchies.get(tc.column),
             )
         )
+    for bl in spec.beta_likeness:
+        models.append(BetaLikeness(column=bl.column, beta=bl.beta, variant=bl.variant))
+    for dd in spec.delta_disclosure:
+        models.append(
+            DeltaDisclosure(column=dd.column, delta=dd.delta, absent_values=dd.absent_values)
+        )
     risk = spec.risk
     if risk is not None:
         if risk.highest is not None:
@@ -110,4 +141,28 @@ def models_from_policy(
             models.append(AverageRisk(limit=risk.average))
         if risk.share_above is not None:
             models.append(RiskShareAbove(threshold=risk.threshold, limit=risk.share_above))
+    needs_table = spec.k_map is not None and spec.k_map.population_size is None
+    if (needs_table or spec.delta_presence is not None) and population is None:
+        raise AnonymizationError(
+            "k_map and delta_presence need the population table (privacy.population)"
+        )
+    if spec.k_map is not None:
+        km = spec.k_map
+        if km.population_size is None:
+            models.append(KMap(k=km.k, population=population))
+        else:
+            models.append(
+                EstimatedKMap(
+                    k=km.k,
+                    population_size=km.population_size,
+                    significance=km.significance,
+                    estimator=km.estimator,
+                )
+            )
+    if spec.delta_presence is not None:
+        models.append(PresenceUpperBound(delta_max=spec.delta_presence.max, population=population))
+        if spec.delta_presence.min > 0:
+            models.append(
+                PresenceLowerBound(delta_min=spec.delta_presence.min, population=population)
+            )
     return models

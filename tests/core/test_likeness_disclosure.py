@@ -154,3 +154,27 @@ def test_optimal_search_on_adult_returns_a_release_the_gate_passes(shared_data, 
     release["occupation"] = data["occupation"]
     decision = verify_table(release, qis, [model], input_rows=len(data["sex"]))
     assert decision.passed, decision.reasons
+
+
+def test_policy_sections_become_models_and_the_gate_measures_them(adult):
+    """privacy.beta_likeness and privacy.delta_disclosure on the Adult policy: the release the
+    pipeline makes is checked by the gate for both, by name, and an unknown column is refused
+    when the policy is read."""
+    from privgate.core.exceptions import PolicyError
+
+    overrides = {
+        "privacy.beta_likeness": [{"column": "salary-class", "beta": 1.5, "variant": "enhanced"}],
+        "privacy.delta_disclosure": [{"column": "salary-class", "delta": 1.0}],
+    }
+    from privgate.core.anonymize import SearchSetup
+
+    _, frame = adult.release(**overrides)
+    setup = SearchSetup.from_policy(adult.policy_for(**overrides), adult.hierarchies)
+    assert {type(m).__name__ for m in setup.models} >= {"BetaLikeness", "DeltaDisclosure"}
+    decision = verify_table(
+        frame, list(setup.quasi_identifiers), setup.models, **setup.gate_limits(len(adult.frame))
+    )
+    assert decision.passed, decision.reasons
+    assert "enhanced 1.5-likeness(salary-class)" in decision.measurements["achieved"]
+    with pytest.raises(PolicyError, match="unknown column"):
+        adult.policy_for(**{"privacy.beta_likeness": [{"column": "nope", "beta": 1.0}]})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -232,3 +233,134 @@ def test_arx_expected_nodes_on_adult(arx_subset, case, expected):
     decision = verify_table(release, qis, models, input_rows=len(subset[qis[0]]))
     assert decision.passed, decision.reasons
     assert KAnonymity(k=1).holds(decision.measurements["min_class_size"])
+
+
+def _subset_policy(tmp_path, shared_data, privacy: str) -> Path:
+    """A policy on ARX's Adult research subset (QIs as in ARX's k-map / δ-presence tests)."""
+    data = shared_data("arx/adult.csv").parent
+    columns = "\n".join(
+        f"  {q}:\n    role: quasi_identifier\n"
+        f"    hierarchy: {{kind: arx, path: {data}/adult_hierarchy_{q}.csv}}"
+        for q in ARX_QIS
+    )
+    text = f"""
+dataset: adult-subset
+input: {{path: {data}/adult_subset.csv, format: csv, delimiter: ";"}}
+columns:
+{columns}
+  occupation: {{role: insensitive}}
+privacy:
+{privacy}
+algorithm: {{name: optimal, metric: average_class_size}}
+output: {{directory: {tmp_path}/out}}
+"""
+    path = tmp_path / "policy.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+ARX_QIS = (
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "salary-class",
+)
+
+
+def test_policy_to_written_release_with_delta_presence(tmp_path, shared_data):
+    """The policy's δ-presence reaches ARX's node through the lean CLI path, whose gate
+    re-reads the written CSV; a stricter bound on the same file blocks it."""
+    from privgate.core.fastpath import anonymize_csv
+    from privgate.core.gate import verify_release
+    from privgate.core.policy import load_policy
+
+    population = shared_data("arx/adult.csv")
+    policy = load_policy(
+        _subset_policy(
+            tmp_path,
+            shared_data,
+            f'  k: 1\n  population: {{path: {population}, delimiter: ";"}}\n'
+            "  delta_presence: {min: 0.05, max: 0.15}",
+        )
+    )
+    output = tmp_path / "release.csv"
+    decision, summary = anonymize_csv(policy, output)
+    assert decision.passed, decision.reasons
+    assert [summary["levels"][q] for q in ARX_QIS] == [0, 4, 0, 1, 3, 2, 2, 1]
+    achieved = decision.measurements["achieved"]
+    assert max(v for name, v in achieved.items() if "<=" in name) <= 0.15
+    strict = PresenceUpperBound(
+        delta_max=0.1,
+        population=Population.from_columns(
+            read_text_columns(population, delimiter=";"),
+            {
+                q: ARXHierarchy.from_csv(q, shared_data(f"arx/adult_hierarchy_{q}.csv"))
+                for q in ARX_QIS
+            },
+            "adult.csv",
+        ),
+    )
+    assert not verify_release(output, list(ARX_QIS), [strict]).passed
+
+
+@pytest.mark.parametrize(
+    ("privacy", "message"),
+    [
+        ("  k: 1\n  delta_presence: {max: 0.2}", "declare privacy.population"),
+        ("  k: 1\n  k_map: {k: 5}", "k_map needs privacy.population"),
+        ("  k: 1\n  delta_presence: {min: 0.3, max: 0.2}", "must be below max"),
+    ],
+)
+def test_policy_refuses_population_models_without_their_population(
+    tmp_path, shared_data, privacy, message
+):
+    from privgate.core.exceptions import PolicyError
+    from privgate.core.policy import load_policy
+
+    with pytest.raises(PolicyError, match=message):
+        load_policy(_subset_policy(tmp_path, shared_data, privacy))
+
+
+def test_estimated_k_map_from_the_policy(tmp_path, shared_data):
+    """k-map estimated from a population size (ARX's KMap with the zero-truncated Poisson
+    estimate): the release is k'-anonymous for the derived k'."""
+    from privgate.core.anonymize import SearchSetup
+    from privgate.core.policy import load_policy
+
+    policy = load_policy(
+        _subset_policy(
+            tmp_path,
+            shared_data,
+            "  k: 1\n  k_map: {k: 100, population_size: 300000, significance: 0.01}",
+        )
+    )
+    setup = SearchSetup.from_policy(policy)
+    (model,) = [m for m in setup.models if isinstance(m, EstimatedKMap)]
+    need = model.required_size(3016)
+    assert 1 < need < 100
+    subset = read_text_columns(shared_data("arx/adult_subset.csv"), delimiter=";")
+    freq = encode_table(subset, setup.hierarchies).frequency_set()
+    found = OptimalLattice(setup.models, 0.0).search(freq)
+    stats, _ = freq.class_stats([found.levels[q] for q in setup.quasi_identifiers])
+    assert stats.sizes.min() >= need
+
+
+def test_policy_refuses_an_algorithm_that_cannot_count_a_population(tmp_path, shared_data):
+    from privgate.core.exceptions import PolicyError
+    from privgate.core.policy import load_policy
+
+    path = _subset_policy(
+        tmp_path,
+        shared_data,
+        f"  k: 1\n  population: {{path: {shared_data('arx/adult.csv')}, delimiter: ';'}}\n"
+        "  k_map: {k: 5}",
+    )
+    path.write_text(
+        path.read_text().replace("{name: optimal, metric: average_class_size}", "{name: mondrian}")
+    )
+    with pytest.raises(PolicyError, match="cannot check k-map"):
+        load_policy(path)
