@@ -30,8 +30,7 @@ from pathlib import Path
 import numpy as np
 from _markdown import upsert_section
 
-from privgate.core.anonymize import OptimalLattice
-from privgate.core.anonymize._lattice import NodeChecker
+from privgate.core.anonymize import NodeChecker, OptimalLattice
 from privgate.core.encoding import encode_table
 from privgate.core.hierarchy import ARXHierarchy
 from privgate.core.privacy import (

@@ -42,6 +42,7 @@ from privgate.core.anonymize._generalize import (
     apply_generalization,
     generalization_result,
 )
+from privgate.core.anonymize._lattice import NodeChecker
 from privgate.core.anonymize._optimal import OptimalLattice
 from privgate.core.anonymize._persons import check_person_models
 from privgate.core.anonymize._release import release_columns, release_table, shuffle_rows
@@ -59,6 +60,7 @@ __all__ = [
     "FullDomainAlgorithm",
     "Generalization",
     "Mondrian",
+    "NodeChecker",
     "MondrianResult",
     "MultiAttributeDatafly",
     "OptimalLattice",

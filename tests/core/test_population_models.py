@@ -20,8 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from privgate.core.anonymize import OptimalLattice
-from privgate.core.anonymize._lattice import NodeChecker
+from privgate.core.anonymize import NodeChecker, OptimalLattice
 from privgate.core.encoding import encode_table
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.gate import verify_table
