@@ -545,7 +545,7 @@ K_MINIMUM = 2
 class PrivacySpec(_Strict):
     """The privacy model the release must satisfy, as written: verified, never assumed."""
 
-    k: int
+    k: int = Field(ge=1)
     suppression_limit: float = Field(default=0.0, ge=0.0, le=1.0)
     l_diversity: list[LDiversitySpec] = Field(default_factory=list)
     t_closeness: list[TClosenessSpec] = Field(default_factory=list)
