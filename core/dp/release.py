@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +44,7 @@ __all__ = [
     "dp_release",
     "expected_absolute_noise",
     "open_ledger",
+    "restrict_records",
     "restrict_to_declared_domains",
     "run_dp_release",
 ]
@@ -125,27 +127,40 @@ def declared_domains(policy: ReleasePolicy, hierarchies: dict[str, Hierarchy]) -
 def restrict_to_declared_domains(
     frame: pd.DataFrame, domains: DeclaredDomains
 ) -> tuple[pd.DataFrame, dict]:
-    """Apply the declared-domain rule: exclude records outside a domain, clamp numbers.
+    """Apply the declared-domain rule to the quasi-identifiers and the class
+    (:func:`restrict_records`)."""
+    categorical = {**domains.categorical, domains.class_column: domains.classes}
+    return restrict_records(frame, categorical, domains.numeric, domains.integer)
 
-    A record is excluded when a categorical quasi-identifier or the class holds a value outside
-    its declared domain, or is missing; or when a numeric quasi-identifier is missing or not a
-    number. Numeric values outside ``[minimum, maximum]`` are clamped to the nearer bound. Each
-    record is judged on its own values only, so for tables D and D' that differ in one record
-    the results differ in at most one record: the rule keeps the neighbouring relation, and
-    never widens a domain.
+
+def restrict_records(
+    frame: pd.DataFrame,
+    categorical: Mapping[str, Sequence[str]],
+    numeric: Mapping[str, tuple[float, float]],
+    integer: Collection[str] = (),
+) -> tuple[pd.DataFrame, dict]:
+    """The declared-domain rule: exclude records outside a domain, clamp numbers.
+
+    A record is excluded when a categorical column holds a value outside its declared domain,
+    or is missing; or when a numeric column is missing or not a number. Numeric values outside
+    ``[minimum, maximum]`` are clamped to the nearer bound (and floored for ``integer``
+    columns). Each record is judged on its own values only, so for tables D and D' that differ
+    in one record the results differ in at most one record: the rule keeps the neighbouring
+    relation, and never widens a domain.
 
     Returns
     -------
     (DataFrame, dict)
-        The records the release is computed from (numeric columns as floats or integers), and
-        the owner-side report (how many records were excluded per reason and values clamped per
-        column): exact functions of the private data, for the data owner's log only.
+        The records the release is computed from (exactly the named columns; numeric ones as
+        floats or integers), and the owner-side report (how many records were excluded per
+        reason and values clamped per column): exact functions of the private data, for the
+        data owner's log only.
     """
     keep = np.ones(len(frame), dtype=bool)
     excluded: dict[str, int] = {}
     clamped: dict[str, int] = {}
     columns: dict[str, pd.Series] = {}
-    for name, values in {**domains.categorical, domains.class_column: domains.classes}.items():
+    for name, values in categorical.items():
         allowed = set(values)
         inside = np.fromiter(
             (not _missing(v) and value_key(v) in allowed for v in frame[name].tolist()),
@@ -155,7 +170,7 @@ def restrict_to_declared_domains(
         excluded[name] = int((~inside & keep).sum())
         keep &= inside
         columns[name] = frame[name].map(lambda v: v if _missing(v) else value_key(v))
-    for name, (low, high) in domains.numeric.items():
+    for name, (low, high) in numeric.items():
         number = pd.to_numeric(frame[name], errors="coerce").astype("Float64")
         present = number.notna().to_numpy()
         excluded[name] = int((~present & keep).sum())
@@ -164,7 +179,7 @@ def restrict_to_declared_domains(
         outside = (filled < low) | (filled > high)
         clamped[name] = int((outside & keep).sum())
         filled = np.clip(filled, low, high)
-        if name in domains.integer:
+        if name in integer:
             columns[name] = pd.Series(np.floor(filled).astype(np.int64), index=frame.index)
         else:
             columns[name] = pd.Series(filled, index=frame.index)

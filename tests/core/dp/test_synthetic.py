@@ -1,0 +1,191 @@
+"""DP synthetic data (MST, AIM) on real Adult records: domains, the ledger, and neighbours.
+
+One MST release of a slice of UCI Adult is drawn once per module through a journaled accountant
+on a throwaway ledger; the tests read it. The neighbouring-input test replays that journal on
+the input with one record removed and one out-of-domain record added: the published table must
+be identical, because everything after the one charged draw is post-processing of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privgate.core.dp._accountant import Accountant, PrivacyParameterError
+from privgate.core.dp.journal import JournaledAccountant
+from privgate.core.dp.ledger import RESERVATION, BudgetLedger
+from privgate.core.dp.synthetic import (
+    SyntheticConfig,
+    SyntheticDomains,
+    numeric_bins,
+    synthesize,
+)
+from privgate.core.exceptions import BudgetExceededError
+
+ADULT_COLUMNS = [
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
+    "native-country", "salary-class",
+]  # fmt: skip
+RELEASED = ["age", "sex", "race", "capital-gain", "salary-class"]
+#: Declared, not read from the data: "Other-planet" is in the domain and in no record.
+DOMAINS = SyntheticDomains(
+    columns=RELEASED,
+    categorical={
+        "sex": ["Female", "Male"],
+        "race": [
+            "Amer-Indian-Eskimo",
+            "Asian-Pac-Islander",
+            "Black",
+            "Other",
+            "White",
+            "Other-planet",
+        ],
+        "salary-class": ["<=50K", ">50K"],
+    },  # fmt: skip
+    numeric={"age": (17.0, 90.0), "capital-gain": (0.0, 99999.0)},
+    integer=frozenset({"age", "capital-gain"}),
+)
+EPSILON, DELTA = 1.0, 1e-6
+ROWS = 6000
+
+
+@pytest.fixture(scope="module")
+def adult(shared_data) -> pd.DataFrame:
+    frame = pd.read_csv(
+        shared_data("adult/adult.data"),
+        header=None,
+        names=ADULT_COLUMNS,
+        skipinitialspace=True,
+        na_values="?",
+    )
+    return frame.iloc[:ROWS].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def drawn(adult, tmp_path_factory):
+    """One MST release through a journaled accountant: (ledger, result)."""
+    folder = tmp_path_factory.mktemp("synthetic-ledger")
+    ledger = BudgetLedger(f"sqlite:///{folder / 'ledger.sqlite'}")
+    ledger.open_account("adult", 4.0, 1e-5)
+    accountant = JournaledAccountant(ledger, "adult", "r1", "run-1", budget=(EPSILON, DELTA))
+    result = synthesize(adult, DOMAINS, SyntheticConfig("mst", EPSILON, DELTA), accountant)
+    return ledger, result
+
+
+def test_the_release_has_exactly_the_declared_columns_and_values(drawn, adult) -> None:
+    _, result = drawn
+    frame = result.frame
+    assert list(frame.columns) == RELEASED
+    for name, values in DOMAINS.categorical.items():
+        assert set(frame[name]) <= set(values), name
+    for name, (low, high) in DOMAINS.numeric.items():
+        assert frame[name].between(low, high).all(), name
+        assert (frame[name] == np.floor(frame[name])).all(), name
+    # the row count is the model's noisy total, less the latent missing category's records
+    assert len(frame) == result.noisy_total - result.dropped or abs(len(frame) - ROWS) < 300
+    assert abs(result.noisy_total - ROWS) < 300
+
+
+def test_the_synthetic_marginals_follow_the_real_ones(drawn, adult) -> None:
+    """Useful, not noise: one-way and tree-edge marginals within a few percent (ε = 1)."""
+    _, result = drawn
+    synthetic = result.frame
+    for name in ("sex", "race", "salary-class"):
+        real = adult[name].value_counts(normalize=True)
+        fake = synthetic[name].value_counts(normalize=True).reindex(real.index, fill_value=0)
+        assert 0.5 * (real - fake).abs().sum() < 0.05, name
+    real_rate = adult.groupby("sex")["salary-class"].apply(lambda s: (s == ">50K").mean())
+    fake_rate = synthetic.groupby("sex")["salary-class"].apply(lambda s: (s == ">50K").mean())
+    assert abs(real_rate["Male"] - fake_rate["Male"]) < 0.05
+    assert real_rate["Male"] - real_rate["Female"] > 0.15  # the real association...
+    assert fake_rate["Male"] - fake_rate["Female"] > 0.10  # ...survives in the synthetic data
+    assert adult["capital-gain"].median() == 0 and synthetic["capital-gain"].median() < 3200
+
+
+def test_the_one_draw_is_reserved_journaled_and_within_the_budget(drawn) -> None:
+    ledger, result = drawn
+    spend = result.spend
+    assert 0.99 * EPSILON < spend.epsilon <= EPSILON and 0 < spend.delta <= DELTA
+    journal = ledger.draws("adult", "r1")
+    assert [(d.seq, d.completed) for d in journal] == [(1, True)]
+    assert [d["seq"] for d in result.draws] == [1]
+    account = ledger.account("adult")
+    reservation = [e for e in account.entries if e.mechanism == RESERVATION]
+    assert [(e.release_id, e.epsilon, e.delta) for e in reservation] == [("r1", EPSILON, DELTA)]
+    assert result.owner["input_rows"] == ROWS and result.owner["replayed_draws"] == 0
+    assert "input_rows" not in result.public() and "seconds" not in result.public()
+
+
+def test_a_neighbouring_input_replaying_the_journal_publishes_the_same_release(
+    drawn, adult
+) -> None:
+    """Nothing published depends on the data except through the charged draw.
+
+    D' = D without its first record, plus a record outside the declared domains (it is dropped
+    by the declared-domain rule and changes nothing else). Replaying release r1's journal on D'
+    spends nothing and publishes exactly the same table and public account.
+    """
+    ledger, first = drawn
+    outsider = adult.iloc[[1]].assign(race="Martian")
+    neighbour = pd.concat([adult.iloc[1:], outsider], ignore_index=True)
+    spent = ledger.account("adult").spent_epsilon
+    accountant = JournaledAccountant(ledger, "adult", "r1", "run-2", budget=(EPSILON, DELTA))
+    again = synthesize(neighbour, DOMAINS, SyntheticConfig("mst", EPSILON, DELTA), accountant)
+    assert accountant.replayed == 1
+    assert ledger.account("adult").spent_epsilon == spent
+    pd.testing.assert_frame_equal(again.frame, first.frame)
+    assert again.public() == first.public()
+    assert again.owner["excluded_by_column"] == {"race": 1}
+
+
+def test_a_release_that_does_not_fit_draws_nothing(adult, tmp_path: Path) -> None:
+    domains = SyntheticDomains(["sex"], {"sex": ["Female", "Male"]}, {}, frozenset())
+    config = SyntheticConfig("mst", EPSILON, DELTA)
+    ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    ledger.open_account("adult", 0.5, 1e-5)
+    accountant = JournaledAccountant(ledger, "adult", "r2", "run-1", budget=(EPSILON, DELTA))
+    with pytest.raises(BudgetExceededError):
+        synthesize(adult, domains, config, accountant)
+    assert ledger.draws("adult", "r2") == []
+    with pytest.raises(BudgetExceededError):  # a per-release cap below the release's epsilon
+        synthesize(adult, domains, config, Accountant((0.5, 0.5)))
+
+
+def test_numeric_categories_come_from_the_declared_range_only() -> None:
+    bins = numeric_bins(DOMAINS, SyntheticConfig("mst", EPSILON, DELTA))
+    assert bins["age"].labels == [str(v) for v in range(17, 91)]  # 74 integers: one each
+    gain = bins["capital-gain"]
+    assert len(gain.labels) == 32 and gain.edges[0] == 0 and gain.edges[-1] == 99999
+    values = pd.Series([0, 3124, 3125, 99999])
+    labels = gain.encode(values).to_numpy()
+    decoded = gain.decode(labels, np.random.default_rng(0))
+    assert list(labels) == ["b0", "b0", "b1", "b31"]
+    assert all(gain.edges[int(lab[1:])] <= v <= gain.edges[int(lab[1:]) + 1]
+               for lab, v in zip(labels, decoded, strict=True))  # fmt: skip
+
+
+def test_aim_releases_declared_columns_within_budget(adult) -> None:
+    columns = ["sex", "race", "salary-class"]
+    domains = SyntheticDomains(
+        columns, {c: DOMAINS.categorical[c] for c in columns}, {}, frozenset()
+    )
+    accountant = Accountant(budget=(EPSILON, DELTA))
+    config = SyntheticConfig("aim", EPSILON, DELTA, aim_degree=2, aim_rounds=3)
+    result = synthesize(adult.iloc[:3000], domains, config, accountant)
+    assert list(result.frame.columns) == columns
+    for name in columns:
+        assert set(result.frame[name]) <= set(domains.categorical[name])
+    epsilon, delta = accountant.total
+    assert epsilon <= EPSILON and delta <= DELTA
+    assert abs(len(result.frame) - 3000) < 300
+
+
+def test_settings_that_are_not_a_dp_release_are_refused() -> None:
+    with pytest.raises(PrivacyParameterError, match="delta"):
+        SyntheticConfig("mst", 1.0, 0.0)
+    with pytest.raises(PrivacyParameterError, match="method"):
+        SyntheticConfig("gan", 1.0, 1e-6)
