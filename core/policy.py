@@ -811,17 +811,35 @@ class DifferentialPrivacySpec(_Strict):
     values clamped to their bounds (docs/PRIVACY.md). Every release reserves ``epsilon`` from
     the dataset's lifetime ``budget`` in the ε ledger (``PRIVGATE_LEDGER_URL``, default a file in
     the privgate data directory) before it draws any noise.
+
+    ``method: mst`` / ``aim`` release **synthetic records** (MST, AIM: OpenDP's marginal-based
+    synthesizers, zCDP converted to ``(epsilon, delta)``) with exactly the released columns
+    (quasi-identifiers and sensitive columns), each with a declared domain; numeric columns
+    with more than ``max_integer_keys`` values (or float ones) are measured in ``numeric_bins``
+    equal-width bins of their declared range. ``aim_degree``/``aim_rounds`` set AIM's workload
+    and round limit. ``method: safepub`` releases real records generalized along the
+    quasi-identifiers' hierarchies (ARX's SafePub: random sampling, a DP search, a k-filter;
+    ``search_share`` of ``epsilon`` for the search). These three need ``delta > 0`` (each
+    release reserves ``(epsilon, delta)``; the lifetime ``budget.delta`` must cover it).
     """
 
-    method: Literal["dpheter"] = "dpheter"
+    method: Literal["dpheter", "mst", "aim", "safepub"] = "dpheter"
     epsilon: float = Field(gt=0, allow_inf_nan=False)
+    #: per-release delta: 0 for dpheter (pure DP); > 0 for mst, aim, safepub
+    delta: float = Field(default=0.0, ge=0, lt=1)
     rounds: int = Field(default=8, ge=0, le=200)
     count_share: float = Field(default=0.5, gt=0, lt=1)
     #: how candidate specializations are scored: DiffGen's information gain (sensitivity
     #: log2 of the number of declared classes) or its Max score (sensitivity 1), which keeps more
     #: utility at small epsilon (see the DPHeter section of benchmarks/BENCHMARKS.md)
     score: Literal["info_gain", "max"] = "info_gain"
-    class_column: str
+    class_column: str | None = None
+    numeric_bins: int = Field(default=32, ge=2, le=1024)
+    max_integer_keys: int = Field(default=128, ge=2, le=4096)
+    aim_degree: int = Field(default=3, ge=1, le=4)
+    aim_rounds: int | None = Field(default=None, ge=1, le=10_000)
+    search_share: float = Field(default=0.1, gt=0, lt=1)
+    steps: int | None = Field(default=None, ge=1, le=1000)
     budget: DPBudgetSpec
 
     @model_validator(mode="before")
@@ -843,8 +861,28 @@ class DifferentialPrivacySpec(_Strict):
                 )
         return data
 
+    @property
+    def releases_microdata(self) -> bool:
+        """One released row per (synthetic or sampled) record, not noisy counts."""
+        return self.method in ("mst", "aim", "safepub")
+
     @model_validator(mode="after")
     def _fits_budget(self) -> DifferentialPrivacySpec:
+        if self.method == "dpheter":
+            if self.class_column is None:
+                raise ValueError("differential_privacy.class_column: dpheter needs a class column")
+            if self.delta != 0:
+                raise ValueError("differential_privacy.delta: dpheter is pure DP; set delta: 0")
+        elif self.delta <= 0:
+            raise ValueError(
+                f"differential_privacy.delta: {self.method} needs delta > 0 (its noise is "
+                "Gaussian or its guarantee is (epsilon, delta)); e.g. delta: 1e-6"
+            )
+        if self.delta > self.budget.delta:
+            raise ValueError(
+                f"differential_privacy.delta = {self.delta} is larger than the lifetime "
+                f"budget.delta = {self.budget.delta}: no run of this policy could be released"
+            )
         if self.epsilon > self.budget.epsilon:
             raise ValueError(
                 f"epsilon = {self.epsilon} is larger than the lifetime budget.epsilon = "
@@ -1082,22 +1120,49 @@ class ReleasePolicy(_Strict):
                     "publication must not depend on private data except through noise; use "
                     "max_relative_noise (computed from the DP output alone)"
                 )
-        for name in self.quasi_identifiers:
+        released = self.dp_released_columns
+        for name in released:
             spec = self.columns[name]
             numeric = spec.is_numeric
             if numeric and (spec.minimum is None or spec.maximum is None):
                 raise ValueError(
                     f"columns.{name}: a differentially private release needs the public range "
-                    "of every numeric quasi-identifier; declare 'minimum' and 'maximum' (never "
+                    "of every numeric released column; declare 'minimum' and 'maximum' (never "
                     "taken from the data, which would leak it)"
                 )
             kind = getattr(spec.hierarchy, "kind", None)
             if not numeric and kind not in ("arx", "taxonomy") and spec.categories is None:
+                what = f"a {kind!r} hierarchy does not list it" if kind else "it has no list"
                 raise ValueError(
                     f"columns.{name}: a differentially private release needs the whole domain "
-                    f"of every categorical quasi-identifier; a {kind!r} hierarchy does not list "
-                    "it, so declare the column's 'categories' (never taken from the data)"
+                    f"of every categorical released column; {what}, so declare the column's "
+                    "'categories' (never taken from the data)"
                 )
+        if dp.releases_microdata:
+            if thresholds is not None and thresholds.max_relative_noise is not None:
+                raise ValueError(
+                    f"utility.thresholds.max_relative_noise: {dp.method} releases records, not "
+                    "noisy counts; remove it"
+                )
+            if dp.class_column is not None:
+                raise ValueError(
+                    f"differential_privacy.class_column: {dp.method} releases every quasi-"
+                    "identifier and sensitive column; remove class_column"
+                )
+            if dp.method == "safepub" and not any(
+                self.columns[q].hierarchy is not None for q in self.quasi_identifiers
+            ):
+                raise ValueError("differential_privacy.method safepub needs hierarchies")
+            if dp.method == "safepub":
+                for name in released:
+                    spec = self.columns[name]
+                    kind = getattr(spec.hierarchy, "kind", None)
+                    if kind not in ("arx", "taxonomy") and spec.categories is None:
+                        raise ValueError(
+                            f"columns.{name}: safepub generalizes over listed domains; give "
+                            "the column an arx or taxonomy hierarchy or its 'categories'"
+                        )
+            return
         if dp.class_column not in self.columns:
             raise ValueError(
                 f"differential_privacy.class_column: unknown column {dp.class_column!r}"
@@ -1126,6 +1191,16 @@ class ReleasePolicy(_Strict):
     @property
     def quasi_identifiers(self) -> list[str]:
         return self._by_role(Role.QUASI_IDENTIFIER)
+
+    @property
+    def dp_released_columns(self) -> list[str]:
+        """The columns a DP release publishes, in policy order: the quasi-identifiers, and for
+        microdata methods (mst, aim, safepub) the sensitive and insensitive columns too."""
+        dp = self.differential_privacy
+        if dp is None or not dp.releases_microdata:
+            return self.quasi_identifiers
+        keep = (Role.QUASI_IDENTIFIER, Role.SENSITIVE, Role.INSENSITIVE)
+        return [name for name, spec in self.columns.items() if spec.role in keep]
 
     @property
     def sensitive_columns(self) -> list[str]:

@@ -29,7 +29,7 @@ from privgate.core.dp.ledger import LOST_DRAW, RESERVATION, BudgetLedger, DrawRe
 from privgate.core.exceptions import LedgerError, VerificationError
 from privgate.core.gate import GateDecision, check_columns, read_release
 
-__all__ = ["compose_draws", "verify_dp_release"]
+__all__ = ["compose_draws", "verify_dp_microdata_release", "verify_dp_release"]
 
 
 def _over(value: float, cap: float) -> bool:
@@ -99,11 +99,51 @@ def verify_dp_release(
         else:
             published = [int(c) for c in counts]
             measurements["noisy_total"] = sum(published)
+    reasons += _check_ledger(ledger, dataset, release_id, used_draws, epsilon, delta, measurements)
+    try:
+        by_key = {(d.seq, d.attempt): d for d in ledger.draws(dataset, release_id)}
+    except LedgerError:
+        return GateDecision(False, reasons, measurements)  # the ledger's error is a reason
+    reasons += _check_counts(published, by_key.get(tuple(count_draw)) if count_draw else None)
+    return GateDecision(not reasons, reasons, measurements)
+
+
+def _check_counts(published: list[int] | None, draw: DrawRecord | None) -> list[str]:
+    """The published counts must be the journaled leaf-count draw, negatives raised to 0."""
+    if published is None:
+        return []
+    if draw is None or not draw.completed:
+        return ["the release names no completed leaf-count draw for its counts"]
+    expected = [max(int(v), 0) for v in json.loads(draw.value)]
+    if expected != published:
+        differ = next(
+            (i for i, (a, b) in enumerate(zip(expected, published, strict=False)) if a != b),
+            min(len(expected), len(published)),
+        )
+        return [
+            f"the published counts are not the journaled noisy counts (draw {draw.seq}): "
+            f"{len(published)} published, {len(expected)} drawn, first difference at row "
+            f"{differ + 2}"
+        ]
+    return []
+
+
+def _check_ledger(
+    ledger: BudgetLedger,
+    dataset: str,
+    release_id: str,
+    used_draws: Sequence[tuple[int, int]],
+    epsilon: float,
+    delta: float,
+    measurements: dict,
+) -> list[str]:
+    """The release's reservation and journaled draws, read back from the ledger."""
     try:
         account = ledger.account(dataset)
         journal = ledger.draws(dataset, release_id)
     except LedgerError as exc:
-        return GateDecision(False, [*reasons, str(exc)], measurements)
+        return [str(exc)]
+    reasons: list[str] = []
     reservation = [
         e for e in account.entries if e.release_id == release_id and e.mechanism == RESERVATION
     ]
@@ -155,25 +195,98 @@ def verify_dp_release(
             f"the release's draws compose to (epsilon={release_eps:g}, delta={release_delta:g}), "
             f"more than the policy's (epsilon={epsilon:g}, delta={delta:g})"
         )
-    reasons += _check_counts(published, by_key.get(tuple(count_draw)) if count_draw else None)
+    return reasons
+
+
+def verify_dp_microdata_release(
+    path: str | Path,
+    *,
+    expected_columns: Sequence[str],
+    forbidden_columns: Sequence[str],
+    allowed: dict[str, set[str] | tuple],
+    ledger: BudgetLedger,
+    dataset: str,
+    release_id: str,
+    used_draws: Sequence[tuple[int, int]],
+    epsilon: float,
+    delta: float,
+    expected_rows: Sequence[Sequence[str]] | None = None,
+    min_class_size: int | None = None,
+) -> GateDecision:
+    """Verify a written record-level DP release (MST, AIM, SafePub) against the ledger.
+
+    Shape: exactly ``expected_columns``, no identifier, every cell inside its declared domain
+    (``allowed``: a set of texts, or ``(minimum, maximum, integer)`` for numbers). Ledger: as
+    for every DP release (reservation, journaled draws within the policy's ``(ε, δ)``).
+    ``expected_rows``: the records re-derived from the journaled draw alone (synthetic data):
+    the file must hold exactly them, in any order. ``min_class_size``: SafePub's k: every
+    released tuple must occur at least that often. Every check reads the file and the ledger
+    only; none reads the private input, so the decision is a function of DP outputs.
+    """
+    reasons: list[str] = []
+    measurements: dict = {}
+    try:
+        cells = read_release(path)
+    except VerificationError as exc:
+        return GateDecision(False, [str(exc)], {})
+    reasons += check_columns(
+        list(cells), [], [], expected_columns=expected_columns, forbidden_columns=forbidden_columns
+    )
+    rows = len(next(iter(cells.values()))) if cells else 0
+    measurements["rows"] = rows
+    if rows == 0:
+        reasons.append("the release has no rows")
+    for name, rule in allowed.items():
+        values = cells.get(name)
+        if values is None:
+            continue
+        bad = [i for i, v in enumerate(values) if not _inside(v, rule)]
+        if bad:
+            reasons.append(
+                f"column {name!r}: row {bad[0] + 2} holds {values[bad[0]]!r}, outside the "
+                f"declared domain ({len(bad)} such rows)"
+            )
+    if expected_rows is not None and cells and not reasons:
+        columns = list(expected_columns)
+        numeric = [isinstance(allowed.get(c), tuple) for c in columns]
+
+        def normal(row) -> tuple:
+            return tuple(
+                f"{float(v):.9g}" if is_number else str(v)
+                for v, is_number in zip(row, numeric, strict=True)
+            )
+
+        written = sorted(normal(r) for r in zip(*(cells[c] for c in columns), strict=True))
+        if written != sorted(normal(r) for r in expected_rows):
+            reasons.append(
+                "the published records are not the ones the journaled draw yields (re-derived "
+                "from the ledger's noisy marginals)"
+            )
+    if min_class_size is not None and cells and rows:
+        sizes: dict[tuple, int] = {}
+        for row in zip(*(cells[c] for c in expected_columns), strict=True):
+            sizes[row] = sizes.get(row, 0) + 1
+        smallest = min(sizes.values())
+        measurements["smallest_class"] = smallest
+        if smallest < min_class_size:
+            reasons.append(
+                f"a released record occurs {smallest} times, fewer than SafePub's k = "
+                f"{min_class_size}"
+            )
+    reasons += _check_ledger(ledger, dataset, release_id, used_draws, epsilon, delta, measurements)
     return GateDecision(not reasons, reasons, measurements)
 
 
-def _check_counts(published: list[int] | None, draw: DrawRecord | None) -> list[str]:
-    """The published counts must be the journaled leaf-count draw, negatives raised to 0."""
-    if published is None:
-        return []
-    if draw is None or not draw.completed:
-        return ["the release names no completed leaf-count draw for its counts"]
-    expected = [max(int(v), 0) for v in json.loads(draw.value)]
-    if expected != published:
-        differ = next(
-            (i for i, (a, b) in enumerate(zip(expected, published, strict=False)) if a != b),
-            min(len(expected), len(published)),
-        )
-        return [
-            f"the published counts are not the journaled noisy counts (draw {draw.seq}): "
-            f"{len(published)} published, {len(expected)} drawn, first difference at row "
-            f"{differ + 2}"
-        ]
-    return []
+def _inside(value: str | None, rule: set[str] | tuple) -> bool:
+    if value is None:
+        return False
+    if isinstance(rule, set):
+        return value in rule
+    low, high, integer = rule
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    if integer and not number.is_integer():
+        return False
+    return low <= number <= high

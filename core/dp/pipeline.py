@@ -134,6 +134,8 @@ def stage_and_verify(
     try:
         dp = policy.differential_privacy
         with ledger or open_ledger() as opened:
+            if dp.releases_microdata:
+                return staged, _verify_microdata(table, policy, release_id, staged, opened)
             decision = verify_dp_release(
                 staged.release_file,
                 expected_columns=[*policy.quasi_identifiers, COUNT_COLUMN],
@@ -151,6 +153,35 @@ def stage_and_verify(
         discard(staged)
         raise
     return staged, decision
+
+
+def _verify_microdata(
+    table: DPTable,
+    policy: ReleasePolicy,
+    release_id: str,
+    staged: StagedRelease,
+    ledger: BudgetLedger,
+) -> GateDecision:
+    """The DP gate of an mst, aim or safepub release (records, not counts)."""
+    from privgate.core.dp.gate import verify_dp_microdata_release
+    from privgate.core.dp.microdata import allowed_values, rederived_rows
+
+    dp = policy.differential_privacy
+    safepub = table.metrics.get("safepub") or {}
+    return verify_dp_microdata_release(
+        staged.release_file,
+        expected_columns=policy.dp_released_columns,
+        forbidden_columns=policy.identifiers,
+        allowed=allowed_values(policy, table),
+        ledger=ledger,
+        dataset=policy.dataset,
+        release_id=release_id,
+        used_draws=[(d["seq"], d["attempt"]) for d in table.draws],
+        epsilon=dp.epsilon,
+        delta=dp.delta,
+        expected_rows=rederived_rows(policy, table, ledger, release_id),
+        min_class_size=safepub.get("k"),
+    )
 
 
 def build_dp_manifest(

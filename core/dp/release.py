@@ -355,11 +355,16 @@ def run_dp_release(
         f" (release {release_id} already reserved: replaying its journal)" if reserved else "",
     )
     accountant = JournaledAccountant(
-        ledger, policy.dataset, release_id, run_id, budget=(dp.epsilon, 0.0)
+        ledger, policy.dataset, release_id, run_id, budget=(dp.epsilon, dp.delta)
     )
-    table = dp_release(frame, policy, hierarchies, accountant)
+    if dp.releases_microdata:
+        from privgate.core.dp.microdata import microdata_release
+
+        table = microdata_release(frame, policy, hierarchies, accountant)
+    else:
+        table = dp_release(frame, policy, hierarchies, accountant)
     _log.info(
-        "dp: %d partitions, spent (epsilon=%g, delta=%g) in %d draws (%d replayed); owner-side, "
+        "dp: %d rows, spent (epsilon=%g, delta=%g) in %d draws (%d replayed); owner-side, "
         "not published: %d input rows, %d kept by the declared-domain rule, excluded %s, "
         "clamped %s, %.2fs",
         len(table.frame),

@@ -48,6 +48,7 @@ owner`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -67,6 +68,7 @@ __all__ = [
     "SyntheticDomains",
     "SyntheticResult",
     "numeric_bins",
+    "records_from_draw",
     "synthesize",
 ]
 
@@ -135,6 +137,10 @@ class SyntheticConfig:
     aim_degree: int = 3
     aim_rounds: int | None = None
     aim_max_size: float = 80.0
+    #: MST's share of its multi-way budget for measuring (the rest selects the tree). When
+    #: OpenDP refuses its own selection budget at this split (a rehearsal on an empty table
+    #: shows it), 0.75 and then 0.5 are used: a public, data-independent choice, reported.
+    mst_measure_split: float = 0.9
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -246,6 +252,7 @@ class SyntheticResult:
     noisy_total: int
     dropped: int
     seed: int
+    settings: dict = field(default_factory=dict)
     draws: list[dict] = field(default_factory=list)
     owner: dict = field(default_factory=dict)
 
@@ -259,6 +266,7 @@ class SyntheticResult:
             "noisy_total": self.noisy_total,
             "dropped_missing_category": self.dropped,
             "sampling_seed": self.seed,
+            "settings": dict(self.settings),
             "synthetic_rows": len(self.frame),
         }
 
@@ -292,18 +300,22 @@ def _rho_for(epsilon: float, delta: float) -> float:
     return float(dp.m.make_gaussian(*space, scale=scale).map(1.0))
 
 
-def _measurement(columns, keys, config: SyntheticConfig, rho: float):
+def _measurement(columns, keys, config: SyntheticConfig, rho: float, estimator=None):
     """The (ε, δ) contingency-table measurement over string-coded columns, and its ``d_in``."""
     dp = _opendp()
     series = [dp.series_domain(c, dp.atom_domain(T=dp.String)) for c in columns]
     domain = dp.lazyframe_domain(series)
     metric = dp.frame_distance(dp.symmetric_distance())
     d_in = [dp.polars.Bound(per_group=1)]  # one record added or removed
+    fit = {"estimator": estimator} if estimator is not None else {}
     if config.method == "mst":
-        algorithm = dp.mbi.MST()
+        algorithm = dp.mbi.MST(measure_split=config.mst_measure_split, **fit)
     else:
         algorithm = dp.mbi.AIM(
-            queries=config.aim_degree, rounds=config.aim_rounds, max_size=config.aim_max_size
+            queries=config.aim_degree,
+            rounds=config.aim_rounds,
+            max_size=config.aim_max_size,
+            **fit,
         )
     zcdp, _, _ = dp.mbi.make_contingency_table(
         domain, metric, dp.zero_concentrated_divergence(), d_in, rho,
@@ -397,6 +409,10 @@ def synthesize(
     from privgate.core.dp.release import restrict_records
 
     started = time.perf_counter()
+    if len(domains.columns) < 2:
+        raise PrivacyParameterError(
+            f"{config.method} synthesizes a table of at least two columns; got {domains.columns}"
+        )
     missing = [c for c in domains.columns if c not in records.columns]
     if missing:
         raise PrivacyParameterError(f"the input has no column(s) {missing} declared for release")
@@ -413,25 +429,18 @@ def synthesize(
             keys[name] = list(domains.categorical[name])
             coded[name] = restricted[name].astype(str)
     frame = pl.LazyFrame({c: pl.Series(c, coded[c].tolist(), dtype=pl.String) for c in coded})
-    measurement, rho, epsilon, delta = _budgeted_measurement(domains.columns, keys, config)
+    measurement, rho, epsilon, delta, config = _budgeted_measurement(domains.columns, keys, config)
     step = f"{config.method.upper()} noisy marginals (OpenDP contingency table)"
     spend = Spend(f"opendp_{config.method}_zcdp", epsilon, delta, 1.0, step, None)
     text = accountant.draw(spend, lambda: _marginals_text(measurement(frame)), _TextCodec())
     # From here on: post-processing of the journaled text only.
-    table = fit_model(text)
-    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-    synthetic, dropped = _sample(table, seed)
-    rng = np.random.default_rng(seed)
-    out = {}
-    for name in domains.columns:
-        column = synthetic[name].to_numpy()
-        out[name] = bins[name].decode(column, rng) if name in bins else column.astype(object)
+    synthetic, table, seed, dropped = records_from_draw(text, domains, config)
     marginals = [
         {"columns": list(m.clique), "stddev": float(m.stddev)} for m in table.marginals.flatten()
     ]
     journaled = isinstance(accountant, JournaledAccountant)
     return SyntheticResult(
-        frame=pd.DataFrame(out, columns=domains.columns),
+        frame=synthetic,
         spend=spend,
         rho=rho,
         marginals=marginals,
@@ -440,6 +449,7 @@ def synthesize(
         noisy_total=int(round(float(table.model.total))),
         dropped=dropped,
         seed=seed,
+        settings={"mst_measure_split": config.mst_measure_split} if config.method == "mst" else {},
         draws=[r.to_dict() for r in accountant.used_draws] if journaled else [],
         owner={
             **rule,
@@ -449,19 +459,79 @@ def synthesize(
     )
 
 
+def records_from_draw(
+    text: str, domains: SyntheticDomains, config: SyntheticConfig
+) -> tuple[pd.DataFrame, Any, int, int]:
+    """The synthetic records a journaled draw yields: a function of the draw's text alone.
+
+    Used by :func:`synthesize` and by the DP gate, which re-derives the release from the ledger
+    and compares it with the written file. Returns the records, the fitted table, the sampling
+    seed and the number of records dropped from the latent missing category.
+    """
+    table = fit_model(text)
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    synthetic, dropped = _sample(table, seed)
+    rng = np.random.default_rng(seed)
+    bins = numeric_bins(domains, config)
+    out = {}
+    for name in domains.columns:
+        column = synthetic[name].to_numpy()
+        out[name] = bins[name].decode(column, rng) if name in bins else column.astype(object)
+    return pd.DataFrame(out, columns=domains.columns), table, seed, dropped
+
+
+def _quick_fit(domain, loss_fn, *, potentials=None):
+    from mbi.estimation import mirror_descent
+
+    return mirror_descent(domain, loss_fn, potentials=potentials, iters=1)
+
+
+def _runs_at(columns, keys, config: SyntheticConfig, rho: float) -> bool:
+    """Whether OpenDP's measurement at ``rho`` completes, tried on an empty (public) table.
+
+    OpenDP 0.16's MST splits its selection budget in floating point and can refuse its own
+    selection by one ulp at run time ("insufficient budget for query"), after the one-way
+    marginals were already drawn: a draw lost and charged. The split depends on ρ and the
+    columns only, never on the data, so a rehearsal on a table with no records (noise on
+    public data costs nothing) and a one-iteration fit finds such a ρ before anything private
+    is measured. AIM's later rounds depend on the data; the rehearsal covers its first ones.
+    """
+    import polars as pl
+    from opendp.mod import OpenDPException
+
+    empty = pl.LazyFrame({c: pl.Series(c, [], dtype=pl.String) for c in columns})
+    rehearsal, _ = _measurement(columns, keys, config, rho, estimator=_quick_fit)
+    try:
+        rehearsal(empty)
+    except OpenDPException as error:
+        if "insufficient budget" in str(error):
+            return False
+        raise
+    return True
+
+
 def _budgeted_measurement(columns, keys, config: SyntheticConfig):
     """The measurement at the largest ρ whose OpenDP privacy map fits ``(epsilon, delta)``.
 
     Built from public inputs only (columns, keys, settings). OpenDP's conversion rounds
     conservatively, so ρ is shrunk by a few ulps until the map is within the budget.
     """
-    rho = _rho_for(config.epsilon, config.delta)
-    for _ in range(17):
-        measurement, d_in = _measurement(columns, keys, config, rho)
-        epsilon, delta = (float(x) for x in measurement.map(d_in))
-        if epsilon <= config.epsilon and delta <= config.delta:
-            return measurement, rho, epsilon, delta
-        rho *= 1 - 2.0**-40
+    splits = [config.mst_measure_split] + (
+        [x for x in (0.75, 0.5) if x < config.mst_measure_split] if config.method == "mst" else []
+    )
+    for split in splits:
+        config = dataclasses.replace(config, mst_measure_split=split)
+        rho = _rho_for(config.epsilon, config.delta)
+        for _ in range(17):
+            measurement, d_in = _measurement(columns, keys, config, rho)
+            epsilon, delta = (float(x) for x in measurement.map(d_in))
+            if epsilon <= config.epsilon and delta <= config.delta:
+                break
+            rho *= 1 - 2.0**-40
+        else:
+            continue
+        if _runs_at(columns, keys, config, rho):
+            return measurement, rho, epsilon, delta, config
     raise PrivacyParameterError(
         f"{config.method}: no zCDP budget found within (epsilon={config.epsilon}, "
         f"delta={config.delta})"

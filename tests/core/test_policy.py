@@ -286,7 +286,7 @@ BAD_POLICIES: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = 
             d.pop("privacy"),
             d.update(differential_privacy={"epsilon": 0.5, "budget": {"epsilon": 2.0}}),
         ),
-        ["differential_privacy.class_column: required key is missing"],
+        ["differential_privacy.class_column: dpheter needs a class column"],
     ),
     (
         "dp scored by the owner's clustering",

@@ -143,7 +143,10 @@ def test_a_neighbouring_input_replaying_the_journal_publishes_the_same_release(
 
 
 def test_a_release_that_does_not_fit_draws_nothing(adult, tmp_path: Path) -> None:
-    domains = SyntheticDomains(["sex"], {"sex": ["Female", "Male"]}, {}, frozenset())
+    columns = ["sex", "salary-class"]
+    domains = SyntheticDomains(
+        columns, {c: DOMAINS.categorical[c] for c in columns}, {}, frozenset()
+    )
     config = SyntheticConfig("mst", EPSILON, DELTA)
     ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
     ledger.open_account("adult", 0.5, 1e-5)
