@@ -51,7 +51,7 @@ if str(REPO_ROOT) not in sys.path:
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
 from privgate.core.attacks import AttackSettings, run_attacks  # noqa: E402
-from privgate.core.dp._accountant import Accountant  # noqa: E402
+from privgate.core.dp import Accountant  # noqa: E402
 from privgate.core.dp.safepub import SafePubConfig, safepub_release  # noqa: E402
 from privgate.core.dp.synthetic import SyntheticConfig, SyntheticDomains, synthesize  # noqa: E402
 from privgate.core.hierarchy import ARXHierarchy, value_key  # noqa: E402
