@@ -545,7 +545,6 @@ K_MINIMUM = 2
 class PrivacySpec(_Strict):
     """The privacy model the release must satisfy, as written: verified, never assumed."""
 
-    k: int = Field(ge=1)
     suppression_limit: float = Field(default=0.0, ge=0.0, le=1.0)
     l_diversity: list[LDiversitySpec] = Field(default_factory=list)
     t_closeness: list[TClosenessSpec] = Field(default_factory=list)
@@ -559,18 +558,21 @@ class PrivacySpec(_Strict):
     delta_presence: DeltaPresenceSpec | None = None
     beta_likeness: list[BetaLikenessSpec] = Field(default_factory=list)
     delta_disclosure: list[DeltaDisclosureSpec] = Field(default_factory=list)
+    #: Declared after the population models, so its check can see them (``k = 1`` is
+    #: meaningful only beside k-map or delta-presence, which protect on their own).
+    k: int
 
-    @model_validator(mode="after")
-    def _k_protects(self) -> PrivacySpec:
-        # k = 1 is meaningful only beside a population model (k-map or delta-presence
-        # protect on their own); alone it publishes the quasi-identifiers as they are.
-        if self.k < K_MINIMUM and self.k_map is None and self.delta_presence is None:
+    @field_validator("k")
+    @classmethod
+    def _k_protects(cls, k: int, info: ValidationInfo) -> int:
+        population_model = any(info.data.get(name) for name in ("k_map", "delta_presence"))
+        if k < 1 or (k < K_MINIMUM and not population_model):
             raise ValueError(
-                f"k = {self.k} protects nobody: with k < 2 every record may sit alone in its "
-                "class, so the release would publish the quasi-identifiers as they are while "
-                "the gate reports PASSED; use k >= 2 (5 or more is usual)"
+                f"k = {k} protects nobody: with k < 2 every record may sit alone in its class, "
+                "so the release would publish the quasi-identifiers as they are while the gate "
+                "reports PASSED; use k >= 2 (5 or more is usual)"
             )
-        return self
+        return k
 
     @model_validator(mode="after")
     def _population_for_its_models(self) -> PrivacySpec:
