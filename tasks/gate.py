@@ -18,7 +18,7 @@ from privgate.core.anonymize import SearchSetup
 from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
-from privgate.core.publish import StagedRelease
+from privgate.core.publish import StagedRelease, discard
 
 
 @task(name="verify-and-gate", timeout_seconds=1800)
