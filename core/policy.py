@@ -451,20 +451,36 @@ class RiskSpec(_Strict):
     """Limits on prosecutor re-identification risk (a record's risk is 1 / its class size).
 
     ``highest``: no record above it; ``average``: mean over records; ``share_above``: at most
-    this fraction of records may have a risk above ``threshold``.
+    this fraction of records may have a risk above ``threshold``; ``population_uniques``: at
+    most this fraction of the ``population_size`` people the table was drawn from is
+    estimated unique (``estimator``: Dankar et al.'s rule by default; HIPAA-style guidance is
+    e.g. ``highest: 0.09`` and ``population_uniques: 0.0005``). ``suppress: true`` lets the
+    whole-table limits (average, share, population uniques) suppress records, smallest
+    classes first and within ``suppression_limit``, to meet their limit, as ARX does.
     """
 
     highest: float | None = Field(default=None, gt=0, le=1)
     average: float | None = Field(default=None, gt=0, le=1)
     threshold: float | None = Field(default=None, gt=0, le=1)
     share_above: float | None = Field(default=None, ge=0, le=1)
+    population_uniques: float | None = Field(default=None, gt=0, lt=1)
+    population_size: int | None = Field(default=None, ge=1)
+    estimator: Literal["pitman", "zayatz", "snb", "dankar"] = "dankar"
+    suppress: bool = False
 
     @model_validator(mode="after")
     def _threshold_pairs(self) -> RiskSpec:
         if (self.threshold is None) != (self.share_above is None):
             raise ValueError("'threshold' and 'share_above' go together")
-        if self.highest is None and self.average is None and self.share_above is None:
-            raise ValueError("set at least one of 'highest', 'average', 'share_above'")
+        if self.population_uniques is not None and self.population_size is None:
+            raise ValueError(
+                "'population_uniques' needs 'population_size' (the people the table was drawn from)"
+            )
+        limits = (self.highest, self.average, self.share_above, self.population_uniques)
+        if all(v is None for v in limits):
+            raise ValueError(
+                "set at least one of 'highest', 'average', 'share_above', 'population_uniques'"
+            )
         empty = {
             "highest": "a record's risk is never above 1, so the limit is always met (it is "
             "k = 1); use at most 0.5",
@@ -996,6 +1012,8 @@ class ReleasePolicy(_Strict):
                 refused.append("the average risk limit")
             if privacy.risk.share_above is not None:
                 refused.append("the risk share limit")
+            if privacy.risk.population_uniques is not None:
+                refused.append("the population-uniques limit")
         if refused:
             raise ValueError(
                 f"privacy.person_key: {', '.join(refused)} cannot be guaranteed per person (a "

@@ -8,6 +8,7 @@
     privgate verify FILE --qi a,b --k 5 check an existing file, as the gate would
     privgate validate POLICY            ingest + schema + expectation suite only (no Prefect)
     privgate budget DATASET             a dataset's lifetime privacy budget: spent, left, releases
+    privgate risk POLICY                re-identification risk of the input and latest release
 
 Every expected failure (bad policy, bad input, impossible k, blocked gate) ends with one line
 on stderr naming the setting, column or row, and a non-zero exit: 2 for an error, 3 for a
@@ -244,6 +245,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if outcome["valid"] else 2
 
 
+def cmd_risk(args: argparse.Namespace) -> int:
+    from privgate.core.risk import analyse_policy, format_analysis, latest_release
+    from privgate.flows.policy_overrides import resolve_policy
+
+    policy = resolve_policy(args.policy)
+    release = Path(args.release) if args.release else latest_release(policy)
+    analyses = analyse_policy(policy, release=release, population_size=args.population_size,
+                              threshold=args.threshold)  # fmt: skip
+    if args.json:
+        print(json.dumps([a.to_dict() for a in analyses], indent=2, default=str))
+    else:
+        print("\n\n".join(format_analysis(a) for a in analyses))
+        if release is None:
+            print("\n(no published release of this dataset yet: input only)")
+    return 0
+
+
 def cmd_budget(args: argparse.Namespace) -> int:
     from privgate.core.dp.ledger import BudgetLedger, configured_ledger_url, ledger_exists
 
@@ -448,6 +466,16 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--docs", help="write the input suite's Data Docs into this folder")
     validate.add_argument("--json", action="store_true", help="print the outcome as JSON")
     validate.set_defaults(func=cmd_validate)
+
+    risk = sub.add_parser(
+        "risk", help="re-identification risk of a policy's input and of its latest release"
+    )
+    risk.add_argument("policy", help="release policy (YAML)")
+    risk.add_argument("--release", help="analyse this release file instead of the latest one")
+    risk.add_argument("--population-size", type=_positive_int, help="people in the population")
+    risk.add_argument("--threshold", type=_fraction, help="risk above which a record is at risk")
+    risk.add_argument("--json", action="store_true", help="print the analyses as JSON")
+    risk.set_defaults(func=cmd_risk)
 
     budget = sub.add_parser(
         "budget", help="show a dataset's lifetime privacy budget, its spends and releases"

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
 from privgate.core.anonymize._generalize import FullDomainAlgorithm
+from privgate.core.anonymize._lattice import NodeChecker
 from privgate.core.anonymize._population import (
     class_codes_of,
     population_index,
@@ -36,7 +38,7 @@ from privgate.core.anonymize._result import Generalization
 from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import AnonymizationError
-from privgate.core.privacy import PrivacyModel
+from privgate.core.privacy import PrivacyModel, suppress_to_meet
 
 
 def approximation_degree(codes: np.ndarray, counts: np.ndarray) -> float:
@@ -46,7 +48,12 @@ def approximation_degree(codes: np.ndarray, counts: np.ndarray) -> float:
     return float(freq.std()) if len(freq) else 0.0
 
 
-def _failing_mask(freq: FrequencySet, levels: Sequence[int], models: Sequence[PrivacyModel]):
+def _failing_mask(
+    freq: FrequencySet,
+    levels: Sequence[int],
+    models: Sequence[PrivacyModel],
+    allowance: int | None = None,
+):
     stats, class_ids = freq.class_stats(levels)
     index = population_index(freq, models)
     if index is not None:
@@ -55,6 +62,13 @@ def _failing_mask(freq: FrequencySet, levels: Sequence[int], models: Sequence[Pr
     ok = np.ones(len(stats.sizes), dtype=bool)
     for model in models:
         ok &= model.satisfied_by(stats)
+    if allowance is not None and int(stats.sizes[~ok].sum()) <= allowance:
+        # A risk limit allowed to suppress: the same classes NodeChecker.evaluate suppressed
+        # (whole class sizes at a time, so the classes' order does not matter).
+        kept = partial(NodeChecker._kept, stats)
+        if not all(m.table_satisfied(kept(ok)) for m in models):
+            meets = suppress_to_meet(models, stats.sizes, ok, allowance, kept)
+            ok = ok if meets is None else meets
     return ~ok[class_ids], int(stats.sizes[~ok].sum()), len(stats.sizes)
 
 
@@ -81,10 +95,15 @@ def _table_level_ok(
 
 
 def failing_tuples(
-    freq: FrequencySet, levels: Sequence[int], models: Sequence[PrivacyModel]
+    freq: FrequencySet,
+    levels: Sequence[int],
+    models: Sequence[PrivacyModel],
+    allowance: int | None = None,
 ) -> np.ndarray:
-    """Which distinct tuples fall in a class that fails a model at ``levels``."""
-    return _failing_mask(freq, levels, models)[0]
+    """Which distinct tuples fall in a class that fails a model at ``levels`` (with
+    ``allowance``, also those a risk limit suppresses to meet itself, as the optimal search's
+    :class:`NodeChecker` does)."""
+    return _failing_mask(freq, levels, models, allowance)[0]
 
 
 class Datafly(FullDomainAlgorithm):

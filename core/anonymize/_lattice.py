@@ -17,12 +17,13 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from privgate.core.anonymize._population import population_index, with_population_counts
 from privgate.core.encoding import ClassStats, FrequencySet
-from privgate.core.privacy import PrivacyModel
+from privgate.core.privacy import PrivacyModel, suppress_to_meet
 
 __all__ = ["ClassTable", "Lattice", "NodeChecker", "NodeOutcome"]
 
@@ -342,6 +343,14 @@ class NodeChecker:
         if satisfied and stats is not None:
             kept = self._kept(stats, ok)
             satisfied = all(model.table_satisfied(kept) for model in self.models)
+            if not satisfied:  # a risk limit that may suppress records to meet it
+                meets = suppress_to_meet(
+                    self.models, table.sizes, ok, self.allowance, partial(self._kept, stats)
+                )
+                if meets is not None:
+                    ok, satisfied = meets, True
+                    failing = ~ok
+                    outliers = int(table.sizes[failing].sum())
         outcome = NodeOutcome(node, satisfied, outliers, table, failing)
         self._outcomes[node] = outcome
         return outcome

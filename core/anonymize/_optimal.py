@@ -266,7 +266,9 @@ class OptimalLattice(FullDomainAlgorithm):
             )
         levels = [int(v) for v in nodes[best_node]]
         if persons is None:
-            suppressed = failing_tuples(freq, levels, self.models)[freq.row_to_tuple]
+            suppressed = failing_tuples(freq, levels, self.models, checker.allowance)[
+                freq.row_to_tuple
+            ]
         else:
             suppressed = checker.suppressed_rows(levels)
         names = freq.table.names

@@ -30,7 +30,14 @@ from privgate.core.privacy._persons import (
 )
 from privgate.core.privacy._population import Population, PopulationIndex, population_of
 from privgate.core.privacy._presence import PresenceLowerBound, PresenceUpperBound, presence_shares
-from privgate.core.privacy._risk import AverageRisk, HighestRisk, RiskShareAbove, record_risks
+from privgate.core.privacy._risk import (
+    AverageRisk,
+    HighestRisk,
+    PopulationUniques,
+    RiskShareAbove,
+    record_risks,
+    suppress_to_meet,
+)
 from privgate.core.privacy._t_closeness import TCloseness, class_distances, hierarchical_distances
 from privgate.core.textcsv import read_text_columns
 
@@ -56,6 +63,8 @@ __all__ = [
     "DistinctLDiversity",
     "HighestRisk",
     "RiskShareAbove",
+    "PopulationUniques",
+    "suppress_to_meet",
     "record_risks",
     "EntropyLDiversity",
     "KAnonymity",
@@ -138,9 +147,22 @@ def models_from_policy(
         if risk.highest is not None:
             models.append(HighestRisk(limit=risk.highest))
         if risk.average is not None:
-            models.append(AverageRisk(limit=risk.average))
+            models.append(AverageRisk(limit=risk.average, suppress=risk.suppress))
         if risk.share_above is not None:
-            models.append(RiskShareAbove(threshold=risk.threshold, limit=risk.share_above))
+            models.append(
+                RiskShareAbove(
+                    threshold=risk.threshold, limit=risk.share_above, suppress=risk.suppress
+                )
+            )
+        if risk.population_uniques is not None:
+            models.append(
+                PopulationUniques(
+                    limit=risk.population_uniques,
+                    population_size=risk.population_size,
+                    estimator=risk.estimator,
+                    suppress=risk.suppress,
+                )
+            )
     needs_table = spec.k_map is not None and spec.k_map.population_size is None
     if (needs_table or spec.delta_presence is not None) and population is None:
         raise AnonymizationError(

@@ -14,12 +14,14 @@ from privgate.core.risk._attackers import (
 )
 from privgate.core.risk._drivers import CombinationUniqueness, UniquenessDrivers, uniqueness_drivers
 from privgate.core.risk._histogram import SizeHistogram, class_sizes
+from privgate.core.risk._policy import analyse_policy, latest_release, read_release_frame
 from privgate.core.risk._uniqueness import (
     ESTIMATORS,
     PopulationUniqueness,
     estimate_population_uniqueness,
     pitman,
     pitman_parameters,
+    population_uniques,
     shlosser,
     snb,
     snb_probabilities,
@@ -36,6 +38,9 @@ __all__ = [
     "SizeHistogram",
     "UniquenessDrivers",
     "analyse",
+    "analyse_policy",
+    "latest_release",
+    "read_release_frame",
     "class_sizes",
     "estimate_population_uniqueness",
     "format_analysis",
@@ -44,6 +49,7 @@ __all__ = [
     "person_risks",
     "pitman",
     "pitman_parameters",
+    "population_uniques",
     "prosecutor_risk",
     "shlosser",
     "snb",

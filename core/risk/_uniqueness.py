@@ -211,10 +211,12 @@ class PopulationUniqueness:
         return value / self.population_size if not math.isnan(value) else math.nan
 
 
-def estimate_population_uniqueness(
-    hist: SizeHistogram, population_size: int
-) -> PopulationUniqueness:
-    """Every estimator and Dankar's decision rule for a sample from ``population_size`` people.
+def population_uniques(
+    hist: SizeHistogram, population_size: int, estimator: Estimator = "dankar"
+) -> tuple[float, str]:
+    """Estimated population uniques by one estimator, and the estimator that produced it
+    (Dankar's rule names its choice). Only the estimators needed are fitted: the gate and the
+    search call this once per table or lattice node.
 
     Raises
     ------
@@ -226,24 +228,38 @@ def estimate_population_uniqueness(
         raise ValueError(
             f"the population size ({population_size}) is smaller than the sample ({n} records)"
         )
+    if hist.classes_of_size(1) == 0:
+        return 0.0, "none" if estimator == "dankar" else estimator
+    single = {"pitman": pitman, "zayatz": zayatz, "snb": snb}
+    if estimator != "dankar":
+        return single[estimator](hist, population_size), estimator
+    if n / population_size <= 0.1:
+        value = pitman(hist, population_size)
+        if _valid(value):
+            return value, "pitman"
+        return zayatz(hist, population_size), "zayatz"
+    by_snb, by_zayatz = snb(hist, population_size), zayatz(hist, population_size)
+    if _valid(by_snb) and by_snb <= by_zayatz:
+        return by_snb, "snb"
+    return by_zayatz, "zayatz"
+
+
+def estimate_population_uniqueness(
+    hist: SizeHistogram, population_size: int
+) -> PopulationUniqueness:
+    """Every estimator and Dankar's decision rule for a sample from ``population_size`` people.
+
+    Raises
+    ------
+    ValueError
+        The population is smaller than the sample.
+    """
+    value, choice = population_uniques(hist, population_size, "dankar")
     c1 = hist.classes_of_size(1)
-    if c1 == 0:
-        zeros = dict.fromkeys(ESTIMATORS, 0.0)
-        return PopulationUniqueness(n, population_size, 0, zeros, "none")
-    estimates = {
-        "pitman": pitman(hist, population_size),
-        "zayatz": zayatz(hist, population_size),
-        "snb": snb(hist, population_size),
-    }
-    fraction = n / population_size
-    if fraction <= 0.1:
-        choice = "pitman" if _valid(estimates["pitman"]) else "zayatz"
-    elif _valid(estimates["snb"]) and estimates["snb"] <= estimates["zayatz"]:
-        choice = "snb"
-    else:
-        choice = "zayatz"
-    estimates["dankar"] = estimates[choice]
-    return PopulationUniqueness(n, population_size, c1, estimates, choice)
+    estimates = {name: population_uniques(hist, population_size, name)[0] for name in
+                 ("pitman", "zayatz", "snb")}  # fmt: skip
+    estimates["dankar"] = value
+    return PopulationUniqueness(hist.records, population_size, c1, estimates, choice)
 
 
 def _valid(value: float) -> bool:
