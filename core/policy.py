@@ -1022,8 +1022,29 @@ class ReleasePolicy(_Strict):
                 "risk.highest"
             )
 
+    def _check_risk_suppression(self, privacy: PrivacySpec) -> None:
+        risk = privacy.risk
+        if risk is None or not risk.suppress:
+            return
+        if risk.average is None and risk.share_above is None and risk.population_uniques is None:
+            raise ValueError(
+                "privacy.risk.suppress applies to the whole-table limits (average, share_above, "
+                "population_uniques); 'highest' already suppresses the classes above it"
+            )
+        if privacy.suppression_limit == 0:
+            raise ValueError(
+                "privacy.risk.suppress: suppression_limit is 0, so no record may be suppressed; "
+                "set privacy.suppression_limit (e.g. 0.02)"
+            )
+        if self.algorithm.name is not Algorithm.OPTIMAL:
+            raise ValueError(
+                f"privacy.risk.suppress: algorithm {self.algorithm.name.value!r} does not "
+                "suppress records to meet a risk limit; use algorithm 'optimal'"
+            )
+
     def _check_privacy_columns(self, privacy: PrivacySpec) -> None:
         self._check_person_key(privacy)
+        self._check_risk_suppression(privacy)
         compares_population = privacy.delta_presence is not None or (
             privacy.k_map is not None and privacy.k_map.population_size is None
         )

@@ -107,6 +107,16 @@ def preflight(policy: ReleasePolicy, max_rows: int = MAX_ROWS) -> PreflightRepor
         )
         # An input with no data rows at all is the ingest stage's to name.
         raise _final(too_small) if rows else too_small
+    risk = policy.privacy.risk if policy.privacy is not None else None
+    if risk is not None and risk.population_size is not None and rows > risk.population_size:
+        # Counted on the rows read so far: more rows than the population is final already.
+        raise _final(
+            AnonymizationError(
+                f"privacy.risk.population_size = {risk.population_size} is smaller than the "
+                f"table ({'at least ' if not complete else ''}{rows} rows): the input cannot "
+                "be a sample of that population"
+            )
+        )
 
     mark = time.perf_counter()
     for name in wanted:

@@ -47,6 +47,11 @@ class ReleaseReport:
         release).
     validation : dict
         :func:`validation_summary`.
+    risk : dict
+        ``before`` (the input) and ``after`` (the release): re-identification risk as
+        :func:`privgate.core.risk.analyse` measures it (attacker models, sample and estimated
+        population uniques, the quasi-identifier combinations that drive uniqueness); empty
+        when the release cannot be grouped.
     run : dict
         Run metadata: ids, dates, versions, fingerprints, paths, timings.
     """
@@ -62,6 +67,7 @@ class ReleaseReport:
     transformation: dict = field(default_factory=dict)
     validation: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
+    risk: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -195,6 +201,45 @@ def _privacy_section(
     return section
 
 
+def _risk_section(original: pd.DataFrame, release: pd.DataFrame, policy: ReleasePolicy) -> dict:
+    """Re-identification risk before (input) and after (release), drivers trimmed to the three
+    strongest combinations of each size."""
+    from privgate.core.risk import DEFAULT_THRESHOLD, analyse
+
+    qis = list(policy.quasi_identifiers)
+    if not qis or not len(original) or not len(release) or any(q not in release for q in qis):
+        return {}
+    risk = policy.privacy.risk if policy.privacy is not None else None
+    threshold = risk.highest if risk is not None and risk.highest else DEFAULT_THRESHOLD
+    size = risk.population_size if risk is not None else None
+    key = policy.privacy.person_key if policy.privacy is not None else None
+    section: dict = {}
+    for name, frame, person_key in (
+        ("before", original, key if key in original else None),
+        ("after", release, None),  # the person key is never written
+    ):
+        try:
+            analysis = analyse(frame, qis, label=name, threshold=threshold,
+                               population_size=size, person_key=person_key)  # fmt: skip
+        except ValueError as exc:
+            return {"error": str(exc)}
+        entry = analysis.to_dict()
+        if analysis.drivers is not None:
+            sizes = sorted({len(c.columns) for c in analysis.drivers.combinations})
+            entry["drivers"] = {
+                "exhaustive": analysis.drivers.exhaustive,
+                "top": {
+                    str(n): [
+                        {"columns": list(c.columns), "unique_share": c.unique_share}
+                        for c in analysis.drivers.top(n, 3)
+                    ]
+                    for n in sizes
+                },
+            }
+        section[name] = entry
+    return section
+
+
 def _numeric_order(values: np.ndarray) -> np.ndarray:
     """Sort sensitive values numerically when they are numbers (as ordered t-closeness does)."""
     try:
@@ -294,4 +339,5 @@ def build_report(
         ),
         validation=_plain(validation_summary(original, policy)),
         run=_plain(dict(run or {})),
+        risk=_plain(_risk_section(original, table.frame, policy)),
     )

@@ -19,7 +19,7 @@ from privgate.core.report._data import ReleaseReport
 __all__ = ["SECTIONS", "render_html"]
 
 #: Section ids, in the order they appear.
-SECTIONS = ("decision", "privacy", "utility", "validation", "run")
+SECTIONS = ("decision", "privacy", "risk", "utility", "validation", "run")
 
 _CSS = """
 :root { --ink:#1f2933; --muted:#5f6b7a; --line:#e3e7ec; --bg:#f6f8fa; --ok:#1e7a46;
@@ -287,6 +287,68 @@ def _privacy(report: ReleaseReport) -> str:
     return "".join(parts)
 
 
+def _risk(report: ReleaseReport) -> str:
+    r = report.risk
+    if not r:
+        return "<p class='note'>The release could not be grouped into classes.</p>"
+    if "error" in r:
+        return f"<p class='note'>Risk analysis not available: {escape(r['error'])}</p>"
+    before, after = r["before"], r["after"]
+
+    def uniques(a: Mapping) -> Any:
+        u = a.get("uniqueness")
+        return None if not u else u["population_unique_share"].get("dankar")
+
+    p0, p1 = before["prosecutor"], after["prosecutor"]
+    rows = [
+        ("highest prosecutor risk", p0["highest"], p1["highest"]),
+        ("average prosecutor risk", p0["average"], p1["average"]),
+        (f"share above risk {p0['threshold']:g}", p0["share_at_risk"], p1["share_at_risk"]),
+        (
+            "highest journalist risk",
+            before["journalist"]["highest"],
+            after["journalist"]["highest"],
+        ),
+        ("marketer risk", before["marketer"], after["marketer"]),
+        ("sample uniques", before["sample_uniques"], after["sample_uniques"]),
+        ("estimated population uniques (Dankar)", uniques(before), uniques(after)),
+    ]
+    u = after.get("uniqueness")
+    population = (
+        f"Population uniques are estimated for a population of {u['population_size']} "
+        f"(sampling fraction {u['sampling_fraction']:.4g}; the rule chose "
+        f"{escape(str(u['dankar_choice']))} for the release)."
+        if u
+        else "Set privacy.risk.population_size to estimate population uniques."
+    )
+    drivers = []
+    for label, analysis in (("original", before), ("release", after)):
+        for n, top in (analysis.get("drivers") or {}).get("top", {}).items():
+            if top:
+                best = top[0]
+                drivers.append(
+                    (label, n, " + ".join(best["columns"]), f"{100 * best['unique_share']:.2f}%")
+                )
+    return "".join(
+        [
+            "<p class='note'>Prosecutor: the attacker knows the person is in the release (risk "
+            "1 / class size). Journalist: they only know the person is in a larger population "
+            "(shown at its upper bound, the prosecutor risk, unless a population table is "
+            "declared). Marketer: the expected share of records re-identified. "
+            f"{population}</p>",
+            _img(_plots.risk_analysis_figure(before, after), "re-identification risk"),
+            _table(["measure", "original", "release"], rows, numeric=(1, 2)),  # fmt: skip
+            "<h3>Which quasi-identifiers drive uniqueness</h3>",
+            _table(
+                ["table", "attributes", "strongest combination", "sample uniques"],
+                drivers,
+                numeric=(1, 3),
+                narrow=True,
+            ),  # fmt: skip
+        ]
+    )
+
+
 def _utility(report: ReleaseReport) -> str:
     u = report.utility
     if u is None:
@@ -525,12 +587,13 @@ def render_html(report: ReleaseReport) -> str:
     sections = [
         ("decision", "Decision", _decision(report)),
         ("privacy", "Privacy", _privacy(report)),
+        ("risk", "Re-identification risk", _risk(report)),
         ("utility", "Utility", _utility(report)),
         ("validation", "Input validation", _validation(report)),
         ("run", "Run metadata", _run(report)),
     ]
     if report.run.get("ranking"):
-        sections.insert(3, ("ranking", "Sensitivity ranking", _ranking(report.run)))
+        sections.insert(4, ("ranking", "Sensitivity ranking", _ranking(report.run)))
     nav = "".join(f'<a href="#{sid}">{escape(title)}</a>' for sid, title, _ in sections)
     body = "".join(
         f'<section id="{sid}"><h2>{escape(title)}</h2>{content}</section>'

@@ -20,6 +20,7 @@ __all__ = [
     "clustering_figure",
     "levels_figure",
     "loss_figure",
+    "risk_analysis_figure",
     "risk_figure",
     "sensitive_figure",
 ]
@@ -136,6 +137,46 @@ def risk_figure(class_sizes: Mapping[int, int], k: int) -> str:
     ax.set_ylabel("% of released records", fontsize=9)
     ax.legend(fontsize=8, frameon=False, loc="upper right")
     _style(ax)
+    return _png(fig)
+
+
+#: The measures :func:`risk_analysis_figure` compares, as (label, reader of an analysis dict).
+RISK_MEASURES = (
+    ("highest\nprosecutor", lambda a: a["prosecutor"]["highest"]),
+    ("average\nprosecutor", lambda a: a["prosecutor"]["average"]),
+    ("at risk", lambda a: a["prosecutor"]["share_at_risk"]),
+    ("marketer", lambda a: a["marketer"]),
+    ("sample\nuniques", lambda a: a["sample_uniques"] / a["records"] if a["records"] else 0.0),
+)
+
+
+def risk_analysis_figure(before: Mapping, after: Mapping) -> str:
+    """Left: risk measures, input vs release. Right: the share of sample uniques reached by
+    the strongest combination of 1, 2, ... quasi-identifiers (which attributes drive it)."""
+    fig = _figure(9.6, 3.4)
+    axes = fig.subplots(1, 2, width_ratios=[1.3, 1])
+    names = [label for label, _ in RISK_MEASURES]
+    _paired_bars(
+        axes[0],
+        names,
+        [float(read(before)) for _, read in RISK_MEASURES],
+        [float(read(after)) for _, read in RISK_MEASURES],
+        "re-identification risk",
+        "probability / share",
+        (0, 1.1),
+    )
+    axes[0].legend(fontsize=8, frameon=False)
+    for analysis, color, label in ((before, ORIGINAL, "original"), (after, RELEASE, "release")):
+        top = (analysis.get("drivers") or {}).get("top", {})
+        sizes = sorted(int(n) for n in top)
+        shares = [top[str(n)][0]["unique_share"] if top[str(n)] else 0.0 for n in sizes]
+        axes[1].plot(sizes, shares, marker="o", color=color, label=label)
+    axes[1].set_xlabel("number of quasi-identifiers combined", fontsize=9)
+    axes[1].set_ylabel("share of sample uniques (strongest)", fontsize=9)
+    axes[1].set_title("uniqueness by attribute combination", fontsize=10)
+    axes[1].set_ylim(0, 1.05)
+    axes[1].legend(fontsize=8, frameon=False)
+    _style(axes[1])
     return _png(fig)
 
 

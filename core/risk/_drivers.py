@@ -4,20 +4,22 @@ For a set of columns, a record is a *sample unique* when no other record shares 
 those columns. The share grows with every column added (a finer key can only split classes),
 so the combinations that reach a high share with few columns name the attributes to coarsen.
 
-How it scales. Every evaluation groups ``n`` records once (``O(n log n)``, factorized codes).
-With ``m`` quasi-identifiers there are ``2^m - 1`` combinations: when that is at most
-``max_combinations`` (1023 by default, i.e. ``m <= 10``) all are evaluated. Beyond, a level-wise
-beam search keeps the ``beam`` combinations with the highest share at each size and extends
-each by every other column: at most ``beam * m`` evaluations per level and ``m`` levels, so
-``O(beam * m^2)`` evaluations. There is no cap on ``m`` (ARX refuses more than 10); the
-beam search may miss a combination whose subsets all rank low, and says so (``exhaustive``).
+How it scales. Refining a class key by one column is one hash grouping of ``n`` codes
+(``O(n)``). With ``m`` quasi-identifiers there are ``2^m - 1`` combinations: when that is at
+most ``max_combinations`` (1023 by default, i.e. ``m <= 10``) all are evaluated, each refined
+from its prefix's key in a depth-first walk: ``2^m - 1`` groupings, ``m`` keys in memory
+(Adult's 9 columns, 30,162 rows: 0.2 s). Beyond, a level-wise beam search keeps the ``beam``
+combinations with the highest share at each size and extends each by every other column: at
+most ``beam * m`` combinations per size and ``m`` sizes, each grouped from scratch (``s``
+groupings for ``s`` columns), so ``O(beam * m^3)`` groupings of ``n`` codes: polynomial, with
+no cap on ``m`` (ARX refuses more than 10). The beam may miss a combination whose subsets
+all rank low; the result says whether it is ``exhaustive``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -57,17 +59,35 @@ def _codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     return out
 
 
+def _extend(key: np.ndarray, column: np.ndarray) -> tuple[np.ndarray, float]:
+    """The compact class key of ``key`` refined by ``column``, and its share of uniques."""
+    combined = key * (int(column.max()) + 1) + column  # key < n and column < n: no overflow
+    refined = pd.factorize(combined, sort=False)[0].astype(np.int64)
+    counts = np.bincount(refined)
+    return refined, float((counts == 1).sum() / len(key))
+
+
 def _unique_share(codes: np.ndarray, picked: Sequence[int]) -> float:
-    n = len(codes)
-    if n == 0:
-        return 0.0
-    key = np.zeros(n, dtype=np.int64)
+    key, share = np.zeros(len(codes), dtype=np.int64), 0.0
     for j in picked:
-        column = codes[:, j]
-        key = key * (int(column.max()) + 1) + column
-        key = np.unique(key, return_inverse=True)[1].reshape(-1)  # keep the key small
-    counts = np.bincount(key)
-    return float((counts == 1).sum() / n)
+        key, share = _extend(key, codes[:, j])
+    return share
+
+
+def _all_combinations(codes: np.ndarray) -> dict[tuple[int, ...], float]:
+    """Every combination, each refined from its prefix in a depth-first walk: one grouping
+    per combination, and at most ``m`` keys of ``n`` codes held at once."""
+    m = codes.shape[1]
+    found: dict[tuple[int, ...], float] = {}
+    stack = [((), np.zeros(len(codes), dtype=np.int64))]
+    while stack:
+        combo, key = stack.pop()
+        for j in range((combo[-1] + 1) if combo else 0, m):
+            refined, share = _extend(key, codes[:, j])
+            found[(*combo, j)] = share
+            if j + 1 < m:
+                stack.append(((*combo, j), refined))
+    return found
 
 
 def uniqueness_drivers(
@@ -83,10 +103,10 @@ def uniqueness_drivers(
     codes = _codes(frame, columns)
     found: dict[tuple[int, ...], float] = {}
     exhaustive = (2**m - 1) <= max_combinations
-    if exhaustive:
-        for size in range(1, m + 1):
-            for combo in combinations(range(m), size):
-                found[combo] = _unique_share(codes, combo)
+    if not len(frame):
+        exhaustive = True
+    elif exhaustive:
+        found = _all_combinations(codes)
     else:
         level = [(j,) for j in range(m)]
         for _size in range(1, m + 1):

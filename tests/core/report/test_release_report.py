@@ -68,6 +68,7 @@ def test_report_has_every_section_in_order_and_embeds_its_plots(published, tmp_p
         == (
             "decision",
             "privacy",
+            "risk",
             "utility",
             "validation",
             "run",
@@ -75,9 +76,11 @@ def test_report_has_every_section_in_order_and_embeds_its_plots(published, tmp_p
     )
     # privacy: class sizes, risk, and the sensitive column (l-diversity + t-closeness panels)
     assert len(page.images["privacy"]) == 3
+    # risk: measures before/after and uniqueness by attribute combination, one figure
+    assert len(page.images["risk"]) == 1
     # utility: classification, clustering, loss + total variation, generalization levels
     assert len(page.images["utility"]) == 4
-    for src in page.images["privacy"] + page.images["utility"]:
+    for src in page.images["privacy"] + page.images["risk"] + page.images["utility"]:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG)
     # self-contained: no script, no stylesheet link, no URL but data: images and in-page anchors
@@ -85,6 +88,19 @@ def test_report_has_every_section_in_order_and_embeds_its_plots(published, tmp_p
     assert all(u.startswith(("data:image/png;base64,", "#")) for u in page.urls)
     assert not re.search(r"https?://", html)
     assert "PUBLISHED" in html and "5-anonymity" in html and "0.3-closeness" in html
+
+
+def test_report_shows_the_risk_before_and_after(published) -> None:
+    """The input's and the release's risk, as privgate.core.risk measures them."""
+    before, after = published.risk["before"], published.risk["after"]
+    assert before["prosecutor"]["highest"] == 1.0  # Adult has sample uniques
+    assert after["prosecutor"]["highest"] <= 1 / 5 + 1e-12  # the release is 5-anonymous
+    assert after["sample_uniques"] == 0
+    assert before["drivers"]["top"]["1"][0]["unique_share"] >= 0
+    html = render_html(published)
+    risk = html[html.index('id="risk"') : html.index('id="utility"')]
+    assert "highest prosecutor risk" in risk and "strongest combination" in risk
+    assert f"{after['prosecutor']['average']:.4f}" in risk
 
 
 def test_report_shows_the_numbers(published) -> None:

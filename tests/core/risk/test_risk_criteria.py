@@ -173,3 +173,48 @@ def test_hipaa_style_limits_on_adult(adult) -> None:
     assert sum(plain.levels.values()) > 0  # the original table has population uniques
     assert result.details["loss"] <= plain.details["loss"]
     assert result.n_suppressed > 0
+
+
+@pytest.mark.parametrize(
+    ("privacy", "algorithm", "message"),
+    [
+        ({"risk": {"highest": 0.2, "suppress": True}}, "optimal", "whole-table limits"),
+        ({"risk": {"average": 0.2, "suppress": True}}, "optimal", "suppression_limit is 0"),
+        ({"suppression_limit": 0.1, "risk": {"average": 0.2, "suppress": True}}, "datafly",
+         "does not suppress records to meet a risk limit"),
+    ],
+)  # fmt: skip
+def test_policy_refuses_suppression_that_cannot_happen(privacy, algorithm, message) -> None:
+    from privgate.core.exceptions import PolicyError
+    from privgate.core.policy import _validate
+
+    data = {
+        "dataset": "d",
+        "input": {"path": "x.csv"},
+        "columns": {"a": {"role": "quasi_identifier", "hierarchy": {"kind": "taxonomy",
+                                                                    "tree": {"*": ["x"]}}}},
+        "privacy": {"k": 2, **privacy},
+        "algorithm": {"name": algorithm},
+    }  # fmt: skip
+    with pytest.raises(PolicyError, match=message):
+        _validate(data, "policy.yaml")
+
+
+def test_preflight_refuses_a_population_smaller_than_the_input(tmp_path, shared_data) -> None:
+    from pathlib import Path
+
+    from privgate.core.exceptions import AnonymizationError
+    from privgate.core.policy import load_policy
+    from privgate.core.preflight import preflight
+
+    with open(shared_data("arx/adult.csv"), encoding="utf-8") as fh:
+        lines = [next(fh) for _ in range(101)]
+    data = tmp_path / "adult.csv"
+    data.write_text("".join(lines), encoding="utf-8")
+    policy = load_policy(Path(__file__).resolve().parents[3] / "policies" / "adult.yaml")
+    policy = policy.with_overrides(
+        **{"input.path": str(data), "privacy.risk": {"population_uniques": 0.01,
+                                                      "population_size": 99}}
+    )  # fmt: skip
+    with pytest.raises(AnonymizationError, match="population_size = 99 is smaller than the table"):
+        preflight(policy)
