@@ -627,6 +627,9 @@ class Algorithm(StrEnum):
     #: RFK-anonymity: tiered releases, E = 1..n, k-anonymity over the attributes of tiers 1..E
     #: (needs a ``ranking`` section)
     TIERED = "tiered"
+    #: Local recoding by repeated optimal searches: each round keeps the records its optimum
+    #: keeps, the next round searches again on the rest (ARX's local recoding)
+    LOCAL_RECODING = "local_recoding"
 
 
 #: Algorithms that consume the sensitivity ranking.
@@ -666,7 +669,11 @@ class AlgorithmSpec(_Strict):
 
     @model_validator(mode="after")
     def _options_fit(self) -> AlgorithmSpec:
-        if self.metric is not None and self.name not in (Algorithm.OPTIMAL, Algorithm.TIERED):
+        if self.metric is not None and self.name not in (
+            Algorithm.OPTIMAL,
+            Algorithm.TIERED,
+            Algorithm.LOCAL_RECODING,
+        ):
             raise ValueError(
                 f"'metric' applies to the optimal and tiered algorithms only, not {self.name}"
             )
@@ -1022,6 +1029,29 @@ class ReleasePolicy(_Strict):
                 "risk.highest"
             )
 
+    def _check_local_recoding(self, privacy: PrivacySpec) -> None:
+        if self.algorithm.name is not Algorithm.LOCAL_RECODING:
+            return
+        refused = [f"{ld.variant} l-diversity" for ld in privacy.l_diversity]
+        refused = [r for r in refused if not r.startswith("distinct")]
+        refused += [f"t-closeness of {tc.column!r}" for tc in privacy.t_closeness]
+        refused += ["beta-likeness"] * bool(privacy.beta_likeness)
+        refused += ["delta-disclosure"] * bool(privacy.delta_disclosure)
+        refused += ["k-map"] * (privacy.k_map is not None)
+        refused += ["delta-presence"] * (privacy.delta_presence is not None)
+        refused += ["privacy.person_key"] * (privacy.person_key is not None)
+        risk = privacy.risk
+        if risk is not None:
+            refused += ["the average risk limit"] * (risk.average is not None)
+            refused += ["the risk share limit"] * (risk.share_above is not None)
+            refused += ["the population-uniques limit"] * (risk.population_uniques is not None)
+        if refused:
+            raise ValueError(
+                f"algorithm.name: 'local_recoding' cannot guarantee {', '.join(refused)}: a "
+                "class of its release may join records of several rounds, and only k, distinct "
+                "l-diversity and risk.highest hold for such a union; use algorithm 'optimal'"
+            )
+
     def _check_risk_suppression(self, privacy: PrivacySpec) -> None:
         risk = privacy.risk
         if risk is None or not risk.suppress:
@@ -1045,6 +1075,7 @@ class ReleasePolicy(_Strict):
     def _check_privacy_columns(self, privacy: PrivacySpec) -> None:
         self._check_person_key(privacy)
         self._check_risk_suppression(privacy)
+        self._check_local_recoding(privacy)
         compares_population = privacy.delta_presence is not None or (
             privacy.k_map is not None and privacy.k_map.population_size is None
         )

@@ -13,6 +13,7 @@ builds the one a setup names.
 ``mondrian``                  :class:`Mondrian`: multidimensional local recoding
 ``rfka``                      :class:`RFKA`: feature selection in ranking order
 ``tiered``                    :class:`Tiered`: the optimal search once per ranking tier
+``local_recoding``            :class:`LocalRecoding`: optimal searches repeated on the rest
 ============================  ===========================================================
 
 A new algorithm is a module with an :class:`AnonymizationAlgorithm` subclass, one line in
@@ -58,6 +59,7 @@ __all__ = [
     "Datafly",
     "FeatureSelection",
     "FullDomainAlgorithm",
+    "LocalRecoding",
     "Generalization",
     "Mondrian",
     "NodeChecker",
@@ -93,6 +95,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from privgate.core.anonymize._hamdist import binarize, greedy_hamdist_select
+    from privgate.core.anonymize._local_recoding import LocalRecoding
     from privgate.core.anonymize._mondrian import Mondrian, MondrianResult
     from privgate.core.anonymize._rfka import RFKA, FeatureSelection, rfka_release, rfka_select
     from privgate.core.anonymize._tiered import (
@@ -112,6 +115,7 @@ ALGORITHMS: dict[Algorithm, str] = {
     Algorithm.MONDRIAN: "privgate.core.anonymize._mondrian:Mondrian",
     Algorithm.RFKA: "privgate.core.anonymize._rfka:RFKA",
     Algorithm.TIERED: "privgate.core.anonymize._tiered:Tiered",
+    Algorithm.LOCAL_RECODING: "privgate.core.anonymize._local_recoding:LocalRecoding",
 }
 
 _LAZY = {
@@ -127,6 +131,7 @@ _LAZY = {
     "TieredRelease": "privgate.core.anonymize._tiered",
     "select_releases": "privgate.core.anonymize._tiered",
     "tiered_releases": "privgate.core.anonymize._tiered",
+    "LocalRecoding": "privgate.core.anonymize._local_recoding",
 }
 
 
