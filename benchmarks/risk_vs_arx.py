@@ -61,7 +61,8 @@ def rows() -> list[tuple[str, str, str, str, str]]:
             zayatz = result.population_unique_share("zayatz")
             note = (
                 f"ARX's value is its Zayatz estimate (ours {zayatz:.4f}: "
-                f"{_verdict(zayatz, expected)}), so its rule did not take SNB (no valid fit, or not lower). On ARX's SNB "
+                f"{_verdict(zayatz, expected)}), so its rule did not take SNB (no valid fit, "
+                "or not lower). On ARX's SNB "
                 "equations (the second moment multiplied by (1-(1-f)(1-β))^(α+2), Shlosser's "
                 "estimator subtracting 1 per term) our solver finds no root either; on the "
                 "published ones (the model's generating function divides; each term subtracts "
