@@ -124,6 +124,46 @@ def render(rows: list[dict], header: str) -> str:
             f"{r['acc_random_forest']:.4f} | {r['auc_svm']:.4f} | {r['auc_random_forest']:.4f} | "
             f"{r['seconds']:.1f} |"
         )
+    lines += ["", "### Reading", ""]
+    by = {(r["k"], r["algorithm"]): r for r in rows}
+    ks = sorted({r["k"] for r in rows})
+
+    def listed(name: str, key: str, fmt: str = "{:.3f}") -> str:
+        return ", ".join(fmt.format(by[(k, name)][key]) for k in ks)
+
+    lines += [
+        f"- Loss at k = {', '.join(map(str, ks))}: local recoding "
+        f"{listed('local_recoding', 'loss')}; "
+        f"optimum {listed('optimal', 'loss')}; Mondrian {listed('mondrian', 'loss')}. Local "
+        "recoding is below the full-domain optimum at k = "
+        + ", ".join(
+            str(k) for k in ks if by[(k, "local_recoding")]["loss"] < by[(k, "optimal")]["loss"]
+        )
+        + " and below Mondrian at k = "
+        + (
+            ", ".join(
+                str(k)
+                for k in ks
+                if by[(k, "local_recoding")]["loss"] < by[(k, "mondrian")]["loss"]
+            )
+            or "none"
+        )
+        + ".",
+        f"- Suppressed records: local recoding {listed('local_recoding', 'suppressed', '{}')}; "
+        f"optimum {listed('optimal', 'suppressed', '{}')} (Mondrian suppresses none). The records "
+        "the optimum suppresses are released by the later rounds at a coarser node instead.",
+        "- Random-forest accuracy: local recoding "
+        f"{listed('local_recoding', 'acc_random_forest')}; "
+        f"optimum {listed('optimal', 'acc_random_forest')}; Mondrian "
+        f"{listed('mondrian', 'acc_random_forest')} (original {original['random_forest']:.3f}). "
+        f"SVM accuracy: local recoding {listed('local_recoding', 'acc_svm')}; optimum "
+        f"{listed('optimal', 'acc_svm')}; Mondrian {listed('mondrian', 'acc_svm')} (original "
+        f"{original['svm']:.3f}). Lower loss does not translate one for one into accuracy: "
+        "records of different rounds carry the same attribute at different levels, which the "
+        "one-hot features treat as unrelated categories.",
+        "- Every release passed the gate on its written text. Local recoding costs one optimal "
+        "search per round (3 to 6 rounds here), hence its seconds against the optimum's.",
+    ]
     return "\n".join(lines) + "\n"
 
 
