@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -15,6 +15,7 @@ from privgate.core.risk._attackers import (
     journalist_risk,
     marketer_risk,
     person_prosecutor_risk,
+    person_risks,
     prosecutor_risk,
 )
 from privgate.core.risk._drivers import UniquenessDrivers, uniqueness_drivers
@@ -58,6 +59,8 @@ class RiskAnalysis:
     sample_uniques: int
     uniqueness: PopulationUniqueness | None
     drivers: UniquenessDrivers | None
+    #: Why there is no uniqueness estimate (empty when there is one).
+    uniqueness_note: str = ""
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -116,26 +119,43 @@ def analyse(
     else:
         class_ids = np.zeros(len(frame), dtype=np.int64)
     n_classes = int(class_ids.max()) + 1 if len(class_ids) else 0
+    persons = None
     if person_key is None:
         sizes = np.bincount(class_ids, minlength=n_classes).astype(np.int64)
         prosecutor = prosecutor_risk(sizes, threshold)
-        units = int(sizes.sum())
-        unit = "records"
+        journalist = journalist_risk(sizes, population_counts, threshold)
+        marketer = marketer_risk(sizes, population_counts)
+        units, unit = int(sizes.sum()), "records"
+        hist = SizeHistogram.from_class_sizes(sizes)
+        sample_uniques = hist.classes_of_size(1)
     else:
+        # Persons, not rows: a person's risk is that of their most revealing class; without
+        # a population table the journalist's is its upper bound, the prosecutor's, and the
+        # marketer's is the mean person risk (what C/n is when every person has one record).
         persons = pd.factorize(frame[person_key].astype("string"))[0].astype(np.int64)
-        pairs = np.unique(class_ids * (int(persons.max()) + 1) + persons) if len(persons) else []
-        sizes = np.bincount(
-            np.asarray(pairs, dtype=np.int64) // (int(persons.max()) + 1) if len(persons) else [],
-            minlength=n_classes,
-        ).astype(np.int64)
+        base = int(persons.max()) + 1 if len(persons) else 1
+        pairs = np.unique(class_ids * base + persons)
+        sizes = np.bincount(pairs // base, minlength=n_classes).astype(np.int64)
         prosecutor = person_prosecutor_risk(class_ids, persons, sizes, threshold)
-        units = int(len(np.unique(persons)))
-        unit = "persons"
-    journalist = journalist_risk(sizes, population_counts, threshold)
-    marketer = marketer_risk(sizes, population_counts)
-    hist = SizeHistogram.from_class_sizes(sizes)
+        journalist = replace(prosecutor, model="journalist")
+        risks = person_risks(class_ids, persons, sizes)
+        marketer = float(risks.mean()) if len(risks) else 0.0
+        units, unit = len(risks), "persons"
+        sample_uniques = int((risks >= 1.0).sum())
+        # The estimators model each person in one class: only then is the histogram theirs.
+        hist = SizeHistogram.from_class_sizes(sizes) if len(pairs) == units else None
+        if population_counts is not None:
+            raise ValueError("a population table is compared in records, not persons")
     uniqueness = None
-    if population_size is not None:
+    note = (
+        "" if population_size is not None else "set privacy.risk.population_size to estimate them"
+    )
+    if hist is None:
+        note = (
+            "not estimated: some persons' records sit in several classes, and the estimators "
+            "model one class per person"
+        )
+    if population_size is not None and hist is not None:
         if population_size < hist.records:
             raise ValueError(
                 f"privacy.risk.population_size ({population_size}) is smaller than the "
@@ -151,9 +171,14 @@ def analyse(
         journalist=journalist,
         marketer=marketer,
         journalist_from_population=population_counts is not None,
-        sample_uniques=hist.classes_of_size(1),
+        sample_uniques=sample_uniques,
         uniqueness=uniqueness,
-        drivers=uniqueness_drivers(frame, qis) if drivers and qis and len(frame) else None,
+        drivers=(
+            uniqueness_drivers(frame, qis, persons=persons)
+            if drivers and qis and len(frame)
+            else None
+        ),
+        uniqueness_note=note,
     )
 
 
@@ -196,7 +221,7 @@ def format_analysis(analysis: RiskAnalysis, top: int = 3) -> str:
             f"{_pct(u.population_unique_share('dankar'))}  (rule chose {u.dankar_choice})"
         )
     else:
-        lines.append("  population uniques: set privacy.risk.population_size to estimate them")
+        lines.append(f"  population uniques: {a.uniqueness_note}")
     if a.drivers is not None and a.drivers.combinations:
         how = "all combinations" if a.drivers.exhaustive else f"beam search, width {a.drivers.beam}"
         lines.append(f"  quasi-identifiers driving uniqueness (share of sample uniques; {how}):")

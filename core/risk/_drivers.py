@@ -59,22 +59,37 @@ def _codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     return out
 
 
-def _extend(key: np.ndarray, column: np.ndarray) -> tuple[np.ndarray, float]:
+def _share(key: np.ndarray, persons: np.ndarray | None) -> float:
+    """Share of records (or of persons) alone in their class of ``key``: with ``persons``,
+    a person is unique when some class holds their records and nobody else's."""
+    if persons is None:
+        return float((np.bincount(key) == 1).sum() / len(key))
+    n_persons = int(persons.max()) + 1
+    pairs = np.unique(key * n_persons + persons)
+    persons_per_key = np.bincount(pairs // n_persons)
+    alone = persons_per_key[key] == 1
+    return float(len(np.unique(persons[alone])) / n_persons)
+
+
+def _extend(
+    key: np.ndarray, column: np.ndarray, persons: np.ndarray | None
+) -> tuple[np.ndarray, float]:
     """The compact class key of ``key`` refined by ``column``, and its share of uniques."""
     combined = key * (int(column.max()) + 1) + column  # key < n and column < n: no overflow
     refined = pd.factorize(combined, sort=False)[0].astype(np.int64)
-    counts = np.bincount(refined)
-    return refined, float((counts == 1).sum() / len(key))
+    return refined, _share(refined, persons)
 
 
-def _unique_share(codes: np.ndarray, picked: Sequence[int]) -> float:
+def _unique_share(codes: np.ndarray, picked: Sequence[int], persons: np.ndarray | None) -> float:
     key, share = np.zeros(len(codes), dtype=np.int64), 0.0
     for j in picked:
-        key, share = _extend(key, codes[:, j])
+        key, share = _extend(key, codes[:, j], persons)
     return share
 
 
-def _all_combinations(codes: np.ndarray) -> dict[tuple[int, ...], float]:
+def _all_combinations(
+    codes: np.ndarray, persons: np.ndarray | None
+) -> dict[tuple[int, ...], float]:
     """Every combination, each refined from its prefix in a depth-first walk: one grouping
     per combination, and at most ``m`` keys of ``n`` codes held at once."""
     m = codes.shape[1]
@@ -83,7 +98,7 @@ def _all_combinations(codes: np.ndarray) -> dict[tuple[int, ...], float]:
     while stack:
         combo, key = stack.pop()
         for j in range((combo[-1] + 1) if combo else 0, m):
-            refined, share = _extend(key, codes[:, j])
+            refined, share = _extend(key, codes[:, j], persons)
             found[(*combo, j)] = share
             if j + 1 < m:
                 stack.append(((*combo, j), refined))
@@ -96,8 +111,10 @@ def uniqueness_drivers(
     *,
     max_combinations: int = 1023,
     beam: int = 20,
+    persons: np.ndarray | None = None,
 ) -> UniquenessDrivers:
-    """The share of sample uniques for each combination of ``quasi_identifiers``."""
+    """The share of sample uniques for each combination of ``quasi_identifiers``
+    (with ``persons``, each row's person code ``0..p-1``: the share of persons)."""
     columns = list(quasi_identifiers)
     m = len(columns)
     codes = _codes(frame, columns)
@@ -106,13 +123,13 @@ def uniqueness_drivers(
     if not len(frame):
         exhaustive = True
     elif exhaustive:
-        found = _all_combinations(codes)
+        found = _all_combinations(codes, persons)
     else:
         level = [(j,) for j in range(m)]
         for _size in range(1, m + 1):
             for combo in level:
                 if combo not in found:
-                    found[combo] = _unique_share(codes, combo)
+                    found[combo] = _unique_share(codes, combo, persons)
             kept = sorted(level, key=lambda c: -found[c])[:beam]
             level = sorted({tuple(sorted((*c, j))) for c in kept for j in range(m) if j not in c})
             if not level:

@@ -56,6 +56,15 @@ def test_persons_not_rows() -> None:
     assert persons.unit == "persons" and persons.records == 4
     # zip 1 holds two persons (a twice), zip 2 two persons: every person at risk 1/2
     assert persons.prosecutor.average == pytest.approx(1 / 2)
+    # One class per person: the estimators apply, over persons.
+    assert analyse(frame, ["zip"], person_key="pid", population_size=40).uniqueness is not None
+    # Person a in two classes (zip 1 with b, zip 3 alone): a's risk is 1, the drivers count
+    # persons, and no estimate is made.
+    spread = pd.DataFrame({"zip": ["1", "1", "3", "2", "2"], "pid": ["a", "b", "a", "c", "d"]})
+    result = analyse(spread, ["zip"], person_key="pid", population_size=40)
+    assert result.uniqueness is None and "several classes" in result.uniqueness_note
+    assert result.sample_uniques == 1 and result.prosecutor.highest == 1.0  # a, alone in zip 3
+    assert result.drivers.combinations[0].unique_share == pytest.approx(1 / 4)
 
 
 def test_zayatz_by_the_published_formula() -> None:
