@@ -161,8 +161,17 @@ def render(rows: list[dict], header: str) -> str:
         f"{original['svm']:.3f}). Lower loss does not translate one for one into accuracy: "
         "records of different rounds carry the same attribute at different levels, which the "
         "one-hot features treat as unrelated categories.",
-        "- Every release passed the gate on its written text. Local recoding costs one optimal "
-        "search per round (3 to 6 rounds here), hence its seconds against the optimum's.",
+        (
+            "- Every release passed the gate on its written text."
+            if all(r["gate"] for r in rows)
+            else "- BLOCKED by the gate: "
+            + ", ".join(f"{r['algorithm']} k={r['k']}" for r in rows if not r["gate"])
+            + "."
+        )
+        + " Local recoding costs one optimal search per round ("
+        + f"{min(r['rounds'] for r in rows if r['rounds'])} to "
+        + f"{max(r['rounds'] for r in rows if r['rounds'])} rounds here), hence its seconds "
+        "against the optimum's.",
     ]
     return "\n".join(lines) + "\n"
 
