@@ -575,13 +575,16 @@ class PrivacySpec(_Strict):
     beta_likeness: list[BetaLikenessSpec] = Field(default_factory=list)
     delta_disclosure: list[DeltaDisclosureSpec] = Field(default_factory=list)
     #: Declared after the population models, so its check can see them (``k = 1`` is
-    #: meaningful only beside k-map or delta-presence, which protect on their own).
+    #: meaningful only beside k-map, delta-presence or a population-uniques limit, which
+    #: protect on their own).
     k: int
 
     @field_validator("k")
     @classmethod
     def _k_protects(cls, k: int, info: ValidationInfo) -> int:
         population_model = any(info.data.get(name) for name in ("k_map", "delta_presence"))
+        risk = info.data.get("risk")  # the population-uniques limit protects on its own too
+        population_model = population_model or (risk is not None and risk.population_uniques)
         if k < 1 or (k < K_MINIMUM and not population_model):
             raise ValueError(
                 f"k = {k} protects nobody: with k < 2 every record may sit alone in its class, "

@@ -218,3 +218,12 @@ def test_preflight_refuses_a_population_smaller_than_the_input(tmp_path, shared_
     )  # fmt: skip
     with pytest.raises(AnonymizationError, match="population_size = 99 is smaller than the table"):
         preflight(policy)
+
+
+def test_k_1_only_beside_a_population_uniques_limit() -> None:
+    """Any k >= 2 leaves no sample unique, so the estimate is 0 and the limit binds only with
+    k = 1: the policy accepts k = 1 beside it (as beside k-map), and still refuses it alone."""
+    spec = PrivacySpec(k=1, risk={"population_uniques": 0.001, "population_size": 1000})
+    assert any(isinstance(m, PopulationUniques) for m in models_from_policy(spec))
+    with pytest.raises(ValidationError, match="protects nobody"):
+        PrivacySpec(k=1, risk={"highest": 0.5})
