@@ -633,6 +633,8 @@ class Algorithm(StrEnum):
     #: Local recoding by repeated optimal searches: each round keeps the records its optimum
     #: keeps, the next round searches again on the rest (ARX's local recoding)
     LOCAL_RECODING = "local_recoding"
+    #: The optimal node, then its suppressed records released with cells set to ``*``
+    LOCAL_SUPPRESSION = "local_suppression"
 
 
 #: Algorithms that consume the sensitivity ranking.
@@ -676,6 +678,7 @@ class AlgorithmSpec(_Strict):
             Algorithm.OPTIMAL,
             Algorithm.TIERED,
             Algorithm.LOCAL_RECODING,
+            Algorithm.LOCAL_SUPPRESSION,
         ):
             raise ValueError(
                 f"'metric' applies to the optimal and tiered algorithms only, not {self.name}"
@@ -1033,7 +1036,8 @@ class ReleasePolicy(_Strict):
             )
 
     def _check_local_recoding(self, privacy: PrivacySpec) -> None:
-        if self.algorithm.name is not Algorithm.LOCAL_RECODING:
+        local = (Algorithm.LOCAL_RECODING, Algorithm.LOCAL_SUPPRESSION)
+        if self.algorithm.name not in local:
             return
         refused = [f"{ld.variant} l-diversity" for ld in privacy.l_diversity]
         refused = [r for r in refused if not r.startswith("distinct")]
@@ -1050,7 +1054,8 @@ class ReleasePolicy(_Strict):
             refused += ["the population-uniques limit"] * (risk.population_uniques is not None)
         if refused:
             raise ValueError(
-                f"algorithm.name: 'local_recoding' cannot guarantee {', '.join(refused)}: a "
+                f"algorithm.name: {self.algorithm.name.value!r} cannot guarantee "
+                f"{', '.join(refused)}: a "
                 "class of its release may join records of several rounds, and only k, distinct "
                 "l-diversity and risk.highest hold for such a union; use algorithm 'optimal'"
             )

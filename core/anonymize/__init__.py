@@ -14,6 +14,7 @@ builds the one a setup names.
 ``rfka``                      :class:`RFKA`: feature selection in ranking order
 ``tiered``                    :class:`Tiered`: the optimal search once per ranking tier
 ``local_recoding``            :class:`LocalRecoding`: optimal searches repeated on the rest
+``local_suppression``         :class:`LocalSuppression`: the optimum, then ``*`` cells
 ============================  ===========================================================
 
 A new algorithm is a module with an :class:`AnonymizationAlgorithm` subclass, one line in
@@ -60,6 +61,7 @@ __all__ = [
     "FeatureSelection",
     "FullDomainAlgorithm",
     "LocalRecoding",
+    "LocalSuppression",
     "Generalization",
     "Mondrian",
     "NodeChecker",
@@ -96,6 +98,7 @@ __all__ = [
 if TYPE_CHECKING:
     from privgate.core.anonymize._hamdist import binarize, greedy_hamdist_select
     from privgate.core.anonymize._local_recoding import LocalRecoding
+    from privgate.core.anonymize._local_suppression import LocalSuppression
     from privgate.core.anonymize._mondrian import Mondrian, MondrianResult
     from privgate.core.anonymize._rfka import RFKA, FeatureSelection, rfka_release, rfka_select
     from privgate.core.anonymize._tiered import (
@@ -116,6 +119,7 @@ ALGORITHMS: dict[Algorithm, str] = {
     Algorithm.RFKA: "privgate.core.anonymize._rfka:RFKA",
     Algorithm.TIERED: "privgate.core.anonymize._tiered:Tiered",
     Algorithm.LOCAL_RECODING: "privgate.core.anonymize._local_recoding:LocalRecoding",
+    Algorithm.LOCAL_SUPPRESSION: "privgate.core.anonymize._local_suppression:LocalSuppression",
 }
 
 _LAZY = {
@@ -132,6 +136,7 @@ _LAZY = {
     "select_releases": "privgate.core.anonymize._tiered",
     "tiered_releases": "privgate.core.anonymize._tiered",
     "LocalRecoding": "privgate.core.anonymize._local_recoding",
+    "LocalSuppression": "privgate.core.anonymize._local_suppression",
 }
 
 

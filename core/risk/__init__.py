@@ -13,7 +13,7 @@ from privgate.core.risk._attackers import (
     prosecutor_risk,
 )
 from privgate.core.risk._drivers import CombinationUniqueness, UniquenessDrivers, uniqueness_drivers
-from privgate.core.risk._histogram import SizeHistogram, class_sizes
+from privgate.core.risk._histogram import SizeHistogram
 from privgate.core.risk._policy import analyse_policy, latest_release, read_release_frame
 from privgate.core.risk._uniqueness import (
     ESTIMATORS,
@@ -41,7 +41,6 @@ __all__ = [
     "analyse_policy",
     "latest_release",
     "read_release_frame",
-    "class_sizes",
     "estimate_population_uniqueness",
     "format_analysis",
     "journalist_risk",

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -45,14 +44,3 @@ class SizeHistogram:
     def classes_of_size(self, size: int) -> int:
         hit = self.size == size
         return int(self.count[hit].sum())
-
-
-def class_sizes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """The size of every equivalence class of ``frame`` over ``columns`` (missing values form
-    their own value, as a recipient reading the file sees an empty cell)."""
-    if not len(frame):
-        return np.zeros(0, dtype=np.int64)
-    if not columns:
-        return np.asarray([len(frame)], dtype=np.int64)
-    keys = frame[list(columns)].astype("string").fillna("\x00<missing>")
-    return keys.groupby(list(columns), sort=False, dropna=False).size().to_numpy(np.int64)
