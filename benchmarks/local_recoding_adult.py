@@ -1,12 +1,13 @@
 """Local recoding and cell suppression vs the full-domain optimum vs Mondrian on Adult at
 k = 2, 5, 10, 50, 100 (issue 19).
 
-For every k, three releases of ARX's ``adult.csv`` (30,162 records, ARX's hierarchies, the
+For every k, four releases of ARX's ``adult.csv`` (30,162 records, ARX's hierarchies, the
 policy ``policies/adult.yaml``, 2 % suppression): **optimal** (the least-loss full-domain
 node), **local_recoding** (``privgate.core.anonymize.LocalRecoding``: optimal searches
 repeated on the records the previous round would suppress; every record at the node of its
 round), **local_suppression** (``LocalSuppression``: the optimum's node, its suppressed
-records released with cells set to ``*`` where that makes a satisfying class) and **mondrian** (strict Mondrian, no suppression, age as a number). Each is run
+records released with cells set to ``*`` where that makes a satisfying class) and
+**mondrian** (strict Mondrian, no suppression, age as a number). Each is run
 through ``privgate.core.stages.anonymize`` as the flow runs it, verified by the gate on the
 release table, and measured:
 
