@@ -463,10 +463,16 @@ class RiskSpec(_Strict):
     average: float | None = Field(default=None, gt=0, le=1)
     threshold: float | None = Field(default=None, gt=0, le=1)
     share_above: float | None = Field(default=None, ge=0, le=1)
-    population_uniques: float | None = Field(default=None, gt=0, lt=1)
-    population_size: int | None = Field(default=None, ge=1)
-    estimator: Literal["pitman", "zayatz", "snb", "dankar"] = "dankar"
-    suppress: bool = False
+    # Left out of the dump when unset, so that policies written before these existed keep
+    # their fingerprints (and release ids).
+    population_uniques: float | None = Field(
+        default=None, gt=0, lt=1, exclude_if=lambda value: value is None
+    )
+    population_size: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
+    estimator: Literal["pitman", "zayatz", "snb", "dankar"] = Field(
+        default="dankar", exclude_if=lambda value: value == "dankar"
+    )
+    suppress: bool = Field(default=False, exclude_if=lambda value: not value)
 
     @model_validator(mode="after")
     def _threshold_pairs(self) -> RiskSpec:

@@ -227,3 +227,10 @@ def test_k_1_only_beside_a_population_uniques_limit() -> None:
     assert any(isinstance(m, PopulationUniques) for m in models_from_policy(spec))
     with pytest.raises(ValidationError, match="protects nobody"):
         PrivacySpec(k=1, risk={"highest": 0.5})
+
+
+def test_a_risk_section_written_before_keeps_its_dump() -> None:
+    """The new fields are left out when unset: older policies keep fingerprints and ids."""
+    assert RiskSpec(highest=0.2).model_dump() == {
+        "highest": 0.2, "average": None, "threshold": None, "share_above": None,
+    }  # fmt: skip
