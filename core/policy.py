@@ -1068,6 +1068,16 @@ class ReleasePolicy(_Strict):
 
     def _check_risk_suppression(self, privacy: PrivacySpec) -> None:
         risk = privacy.risk
+        if (
+            risk is not None
+            and risk.population_uniques
+            and self.algorithm.name is (Algorithm.MONDRIAN)
+        ):
+            raise ValueError(
+                "privacy.risk.population_uniques: Mondrian checks each partition, never the "
+                "whole table, so its release would be blocked by the gate; use algorithm "
+                "'optimal' or 'datafly'"
+            )
         if risk is None or not risk.suppress:
             return
         if risk.average is None and risk.share_above is None and risk.population_uniques is None:

@@ -182,6 +182,8 @@ def test_hipaa_style_limits_on_adult(adult) -> None:
         ({"risk": {"average": 0.2, "suppress": True}}, "optimal", "suppression_limit is 0"),
         ({"suppression_limit": 0.1, "risk": {"average": 0.2, "suppress": True}}, "datafly",
          "does not suppress records to meet a risk limit"),
+        ({"risk": {"population_uniques": 0.01, "population_size": 100}}, "mondrian",
+         "Mondrian checks each partition"),
     ],
 )  # fmt: skip
 def test_policy_refuses_suppression_that_cannot_happen(privacy, algorithm, message) -> None:
