@@ -936,6 +936,9 @@ class HistorySpec(_Strict):
     (the default) a release that, combined with the earlier ones, would leave someone with
     fewer than k candidate records or fewer than l possible sensitive values first loses those
     people within the suppression limit, and is blocked otherwise (see privgate.core.history).
+
+    Not enforced yet: the release flow neither checks nor records the history (issue 20), so
+    ``check: true`` is refused by validation instead of publishing as if it had passed.
     """
 
     check: bool = True
@@ -1148,6 +1151,15 @@ class ReleasePolicy(_Strict):
             raise ValueError(
                 "history: differentially private releases compose through the ε ledger; the "
                 "release history is for k-anonymous releases"
+            )
+        if self.history.check:
+            # Refused rather than ignored: the release flow does not yet check a release
+            # against the history nor record it on publish (issue 20), and a policy that
+            # declares the check must not publish as if it had passed.
+            raise ValueError(
+                "history.check: the release flow does not check releases against the release "
+                "history yet (issue 20); remove the history section or set check: false. The "
+                "store, the criterion and `privgate history` exist; the flow integration does not"
             )
         key = self.history.key
         if key is None:

@@ -441,3 +441,16 @@ def test_override_into_a_section_the_policy_lacks_is_validated_not_a_crash() -> 
         policy.with_overrides(**{"differential_privacy.epsilon": 0.5})
     with pytest.raises(PolicyError, match="'privacy.k.deeper': privacy.k is a value"):
         policy.with_overrides(**{"privacy.k.deeper": 3})
+
+
+def test_history_check_is_refused_while_the_flow_does_not_enforce_it():
+    """A declared cross-release check the flow would silently skip must not validate."""
+    data = copy.deepcopy(BASE)
+    data["history"] = {"check": True}
+    with pytest.raises(ValueError, match="history.check: the release flow does not check"):
+        ReleasePolicy.model_validate(data)
+    data["history"] = {}  # check defaults to true
+    with pytest.raises(ValueError, match="history.check"):
+        ReleasePolicy.model_validate(data)
+    data["history"] = {"check": False, "key": "person_id"}
+    assert ReleasePolicy.model_validate(data).history_key is None
