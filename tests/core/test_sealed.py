@@ -37,7 +37,7 @@ def _frame() -> pd.DataFrame:
     return frame
 
 
-@pytest.mark.parametrize("key", [None, new_cache_key().encode()])
+@pytest.mark.parametrize("key", [None, new_cache_key().encode()], ids=["default", "given"])
 def test_values_round_trip_with_their_types(key):
     value = {
         "table": IngestedTable(_frame(), "ab" * 32, "/data/input.csv"),

@@ -27,7 +27,7 @@ from privgate.core.metrics import table_loss
 from privgate.core.policy import load_policy
 from privgate.core.privacy import DistinctLDiversity, EntropyLDiversity, KAnonymity
 
-ADULT_POLICY = Path(__file__).resolve().parents[2] / "policies" / "adult.yaml"
+ADULT_POLICY = Path(__file__).resolve().parents[3] / "policies" / "adult.yaml"
 ADULT_QI = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
             "occupation"]  # fmt: skip
 
