@@ -86,7 +86,10 @@ def dp_release(
     run_id = str(flow_run.get_id() or f"local-{uuid.uuid4()}")
     table = dp_release_task(checked, policy, hierarchies, release_id, run_id)
     utility_decision = dp_utility_gate_task(table, policy, release_id)  # raises if blocked
-    staged, decision = dp_gate_task(table, policy, release_id)
+    try:  # a blocked gate fails its own task (red in the UI); the report is still written
+        staged, decision = dp_gate_task(table, policy, release_id)
+    except GateBlockedError as exc:
+        staged, decision = exc.staged, exc.decision
     outcome = {
         "release_id": release_id,
         "path": None,

@@ -17,7 +17,7 @@ from prefect.logging import get_run_logger
 
 from privgate.core.dp import pipeline
 from privgate.core.dp.release import DPTable, check_dp_utility, open_ledger, run_dp_release
-from privgate.core.exceptions import UtilityBlockedError
+from privgate.core.exceptions import GateBlockedError, UtilityBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import ReleasePolicy
@@ -86,7 +86,12 @@ def dp_utility_gate_task(table: DPTable, policy: ReleasePolicy, release_id: str)
 def dp_gate_task(
     table: DPTable, policy: ReleasePolicy, release_id: str
 ) -> tuple[StagedRelease, GateDecision]:
-    """Write to staging, re-read the file and the ledger's journal, and decide."""
+    """Write to staging, re-read the file and the ledger's journal, and decide.
+
+    A blocked release fails this task (red in the UI, the gate's reasons as its state
+    message), as the k-anonymous gate does; the :class:`GateBlockedError` carries the decision
+    and the staged release so the flow can still write the blocked report (then discards it).
+    """
     staged, decision = pipeline.stage_and_verify(table, policy, release_id)
     log = get_run_logger()
     m = decision.measurements
@@ -103,6 +108,11 @@ def dp_gate_task(
         )
     else:
         log.error("gate: BLOCKED: %s", "; ".join(decision.reasons))
+        error = GateBlockedError(
+            f"gate blocked DP release {release_id}: {'; '.join(decision.reasons)}", decision
+        )
+        error.staged = staged
+        raise error
     return staged, decision
 
 

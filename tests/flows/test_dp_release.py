@@ -274,3 +274,56 @@ def test_dp_dry_run_reserves_draws_and_creates_nothing(
     with pytest.raises(BudgetExceededError, match="only 0.5 is left"):
         _run(tmp_path, 9, dry_run=True)
     assert _ledger().account("adult-dp").spent_epsilon == pytest.approx(1.5)
+
+
+def test_a_blocked_dp_gate_fails_its_own_task_with_the_reason(
+    prefect_harness, shared_data, tmp_path, monkeypatch
+):
+    """The DPHeter release claims a draw the ledger's journal never recorded: the DP gate must
+    block it, and the UI must show that on the gate's own task (Failed, reason as message),
+    as it does for the k-anonymous gate; the blocked report is still written."""
+    shared_data("arx/adult.csv")
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from privgate.core.dp import pipeline
+    from privgate.core.exceptions import GateBlockedError
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.release import release_flow
+
+    honest = pipeline.verify_dp_release
+
+    def with_an_unjournaled_draw(*args, used_draws, **kwargs):
+        return honest(*args, used_draws=[*used_draws, (10_000, 0)], **kwargs)
+
+    monkeypatch.setattr(pipeline, "verify_dp_release", with_an_unjournaled_draw)
+    state = release_flow(
+        ReleaseParameters(
+            policy_path=str(DP_POLICY),
+            release_date=date(2026, 12, 21),
+            overrides={
+                "output.directory": str(tmp_path / "releases"),
+                "differential_privacy.rounds": 4,
+            },
+        ),
+        return_state=True,
+    )
+    assert state.is_failed()
+    refusal = state.result(raise_on_failure=False)
+    assert isinstance(refusal, GateBlockedError) and refusal.decision.passed is False
+    assert state.message.startswith("gate blocked DP release "), state.message
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
+            )
+        )
+    tasks = {r.name.rsplit("-", 1)[0]: r.state for r in runs}
+    gate = tasks["verify-and-gate-dp"]
+    assert gate.is_failed(), tasks
+    assert gate.message and "gate blocked DP release" in gate.message
+    assert "; ".join(refusal.decision.reasons) in gate.message
+    assert tasks["report-dp"].is_completed()
+    assert _published(tmp_path / "releases") == []
+    assert list((tmp_path / "releases" / "adult-dp" / "blocked").glob("*/report.html"))
+    assert not list((tmp_path / "releases" / "adult-dp").glob(".staging-*"))
