@@ -14,7 +14,17 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export GX_ANALYTICS_ENABLED := false
 
-.PHONY: install demo test lint bench clean
+.PHONY: help install demo test test-fast lint bench lock clean
+
+help:
+	@echo 'make demo       the whole pipeline on built-in synthetic census data'
+	@echo 'make test       every test: what CI runs'
+	@echo 'make test-fast  the inner loop: every test not marked slow (-m "not slow", -n 2)'
+	@echo '                slow = needs a real server, a browser, child processes or a whole-Adult sweep'
+	@echo 'make lint       ruff check and format check'
+	@echo 'make bench      the benchmarks (results in benchmarks/BENCHMARKS.md)'
+	@echo 'make lock       re-resolve the lock files after editing pyproject.toml'
+	@echo 'make clean      remove the virtual environments'
 
 install: $(STAMP)
 
@@ -33,6 +43,11 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# The inner loop: everything but the tests marked slow (they still run in make test and CI),
+# on two pytest-xdist workers (each its own Prefect test server, PostgreSQL and data folders).
+test-fast: install
+	$(BIN)/python -m pytest -q -n 2 -m "not slow"
 
 lint: install
 	$(BIN)/ruff check .

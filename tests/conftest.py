@@ -179,6 +179,16 @@ def adult_mondrian_run(adult_run, adult) -> dict:
     return _report_inputs(adult, policy)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that runs on the Prefect test server is ``slow``: starting the server takes
+    10-30 s per worker and each flow run seconds. ``make test-fast`` (``-m "not slow"``) leaves
+    them out; ``make test`` and CI run them. Other tests are marked ``slow`` by hand when they
+    need more than ~5 s on their own (child processes, a browser, a sweep over Adult)."""
+    for item in items:
+        if "prefect_harness" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def prefect_harness():
     """The session's one Prefect test server (a temporary API and database).

@@ -491,6 +491,7 @@ def test_validate_command_json_and_exit_code(tmp_path, capsys):
     assert not any(key.startswith("gx_") for key in outcome["expectations"])
 
 
+@pytest.mark.slow
 def test_validate_command_needs_no_prefect(tmp_path):
     """A fresh process: the command imports neither Prefect nor starts a server."""
     data = tmp_path / "toy.csv"

@@ -311,6 +311,7 @@ def gate_of(problem: Problem, result: Generalization, models, limit: float):
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True, database=None)
 @given(problem=problems(), settings_=st.lists(privacy(), min_size=1, max_size=5))
 def test_optimal_matches_the_exhaustive_reference(problem: Problem, settings_) -> None:

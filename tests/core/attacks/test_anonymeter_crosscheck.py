@@ -34,6 +34,9 @@ from privgate.core.attacks import (
     singling_out_probability_integral,
 )
 
+#: Runs anonymeter in its own environment, in a subprocess: slow (make test-fast leaves it out).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[3]
 PYTHON = REPO / ".venv-anonymeter" / "bin" / "python"
 SCRIPT = Path(__file__).with_name("anonymeter_reference.py")

@@ -141,6 +141,7 @@ def _root_split(frame: pd.DataFrame, class_column: str, class_domain, **config) 
     return steps[0]["split"] if steps else -1.0
 
 
+@pytest.mark.slow
 def test_dpheter_with_a_declared_class_holds_its_epsilon():
     """The Max score against each record's own declared class: sensitivity 1 holds."""
     result = audit_epsilon(
@@ -153,6 +154,7 @@ def test_dpheter_with_a_declared_class_holds_its_epsilon():
     assert not result.violated, result
 
 
+@pytest.mark.slow
 def test_the_audit_catches_cluster_label_scoring():
     """The removed option, planted: class = the owner's k-means labels of the table itself.
 
@@ -176,6 +178,7 @@ def _noisy_total(frame: pd.DataFrame) -> int:
     return int(_release(frame, "cls", ["low", "high"], rounds=0)["count"].iloc[0])
 
 
+@pytest.mark.slow
 def test_dpheter_counts_hold_their_epsilon_and_the_audit_catches_half_the_noise(monkeypatch):
     honest = audit_epsilon(
         _noisy_total, _groups(), _groups(extra_age=80), trials=1_000, claimed_epsilon=EPSILON

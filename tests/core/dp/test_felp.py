@@ -214,6 +214,7 @@ def _first_weight(data) -> float:
     return float(result.weights[0])
 
 
+@pytest.mark.slow
 def test_felp_holds_its_epsilon_and_the_audit_refutes_the_per_record_calibration(monkeypatch):
     """The harness on FELP: the proven calibration passes; the old ``2 / (n lam)`` (per-record
     margins, which one added nearest miss breaks) is planted and refuted."""

@@ -74,6 +74,7 @@ def _crash(ledger: BudgetLedger, when: str) -> None:
     assert child.exitcode == 1
 
 
+@pytest.mark.slow
 def test_a_crash_after_journaling_is_replayed_and_spends_nothing_more(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     _crash(ledger, "after-journal")

@@ -28,6 +28,10 @@ import pytest
 from privgate.core.dp.ledger import BudgetLedger, default_ledger_url
 from privgate.core.exceptions import BudgetExceededError
 
+#: Real child processes and crashes on SQLite and PostgreSQL ledgers: slow (make test-fast leaves
+#: them out; make test and CI run them).
+pytestmark = pytest.mark.slow
+
 #: Children come from a fork server, not from this process: a fork of a test process that
 #: already runs Prefect's harness (threads, event loops, log handlers) inherits their half-held
 #: locks, while a fresh interpreter per child costs seconds. The server is single-threaded and

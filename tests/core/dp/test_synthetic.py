@@ -25,6 +25,9 @@ from privgate.core.dp.synthetic import (
 )
 from privgate.core.exceptions import BudgetExceededError
 
+#: Whole-Adult DP synthetic releases (MST, AIM), 15-45 s each: slow (not in make test-fast).
+pytestmark = pytest.mark.slow
+
 ADULT_COLUMNS = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
     "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",

@@ -142,6 +142,7 @@ def test_match_point_of_a_million_records_never_builds_pair_matrices() -> None:
     assert match_point(truth, truth) == 1.0
 
 
+@pytest.mark.slow
 def test_identical_release_clusters_identically(adult) -> None:
     qis = adult.policy.quasi_identifiers
     domains = describe_domains(adult.frame, {q: adult.hierarchies[q] for q in qis}, {"age"})
@@ -154,6 +155,7 @@ def test_identical_release_clusters_identically(adult) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_adult_release_clusterings(adult, adult_k5) -> None:
     _, release = adult_k5
     qis = adult.policy.quasi_identifiers

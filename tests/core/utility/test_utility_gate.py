@@ -88,6 +88,7 @@ def test_no_thresholds_pass_and_unmeasured_ones_block(measured, adult, adult_k5)
     ]
 
 
+@pytest.mark.slow
 def test_blocked_utility_publishes_nothing(adult, tmp_path) -> None:
     """The flow's order: anonymize, measure, stage, gate; a utility block discards the stage."""
     policy = adult.policy_for(
