@@ -88,6 +88,7 @@ def _release(df: pd.DataFrame, algorithm: str, k: int):
     return setup, result, release_table(df, result, list(setup.released_columns))
 
 
+@pytest.mark.slow
 def test_adult_k5_is_verified_and_finer_than_the_full_domain_optimum(adult) -> None:
     setup, result, release = _release(adult, "local_recoding", 5)
     qis = list(setup.quasi_identifiers)

@@ -133,6 +133,7 @@ def test_adult_k5_loss_is_low(adult: Adult, adult_k5) -> None:
     assert losses[True]["n_suppressed"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strict", [True, False], ids=["strict", "relaxed"])
 def test_adult_distinct_2_diversity(adult: Adult, strict: bool) -> None:
     models = [DistinctLDiversity(column=SENSITIVE, l=2)]

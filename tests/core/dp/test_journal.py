@@ -89,6 +89,7 @@ def test_a_crash_after_journaling_is_replayed_and_spends_nothing_more(tmp_path: 
     assert account.spent_epsilon == pytest.approx(0.5)
 
 
+@pytest.mark.slow
 def test_a_draw_lost_in_a_crash_is_charged_and_drawn_again(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     _crash(ledger, "before-journal")
