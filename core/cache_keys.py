@@ -64,11 +64,22 @@ def stage_tokens(policy: ReleasePolicy, input_sha256: str) -> StageTokens:
     anonymize = STAGE_SECTIONS["anonymize"]
     if policy.algorithm.name not in RANKED_ALGORITHMS:
         anonymize = tuple(section for section in anonymize if section != "ranking")
+    # With an attacks section the ranking and the release are made from the records left after
+    # the control split: which records those are is part of what both stages read.
+    held_out = _control_split(policy)
     return StageTokens(
         ingest=cache_token(policy, input_sha256, *STAGE_SECTIONS["ingest"]),
-        rank=cache_token(policy, input_sha256, *STAGE_SECTIONS["rank"]),
-        anonymize=cache_token(searched, input_sha256, *anonymize),
+        rank=cache_token(policy, input_sha256 + held_out, *STAGE_SECTIONS["rank"]),
+        anonymize=cache_token(searched, input_sha256 + held_out, *anonymize),
     )
+
+
+def _control_split(policy: ReleasePolicy) -> str:
+    """The control split's settings as text ("" without one: older tokens unchanged)."""
+    spec = policy.attacks
+    if spec is None:
+        return ""
+    return f":control={spec.control_fraction!r}:seed={spec.seed}"
 
 
 def utility_token(anonymize_token: str, policy: ReleasePolicy) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from privgate.core.attacks import AttackEvidence, check_attack_limits
 from privgate.core.encoding import ClassStats, factorize, is_missing
 from privgate.core.exceptions import VerificationError
 from privgate.core.privacy import (
@@ -29,7 +30,9 @@ from privgate.core.privacy import (
 from privgate.core.textcsv import read_text_columns
 
 __all__ = [
+    "ATTACK_RULE",
     "GateDecision",
+    "check_attacks",
     "check_columns",
     "check_coverage",
     "class_stats_of",
@@ -467,3 +470,28 @@ def check_coverage(
     measurements["uncovered_quasi_identifiers"] = uncovered
     measurements["narrower_coverage_accepted"] = bool(uncovered and narrower_accepted)
     return GateDecision(not reasons, reasons, measurements)
+
+
+#: How the gate reads an attack limit (one definition, stated in the manifest and the report).
+ATTACK_RULE = (
+    "a release is blocked when the lower bound of an attack risk's confidence interval is above "
+    "its attacks.max_* limit"
+)
+
+
+def check_attacks(
+    decision: GateDecision, evidence: AttackEvidence, limits: Mapping[str, float]
+) -> GateDecision:
+    """Add the attack criterion to a decision: the risks measured on the written release.
+
+    Every measured risk (with its interval), the exact-match rate of unique records and the
+    attack's counts go into ``measurements["attacks"]`` whatever the limits; a limit whose
+    risk's lower confidence bound lies above it blocks the release
+    (:func:`privgate.core.attacks.check_attack_limits`).
+    """
+    reasons, checks = check_attack_limits(evidence, limits)
+    measured = evidence.to_dict()
+    measured.update(limits=dict(limits), checks=checks, rule=ATTACK_RULE)
+    measurements = {**decision.measurements, "attacks": measured}
+    all_reasons = [*decision.reasons, *reasons]
+    return GateDecision(not all_reasons, all_reasons, measurements)

@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     from privgate.core.stages import AnonymizedTable, IngestedTable
     from privgate.core.utility import UtilityDecision, UtilityReport
 
-__all__ = ["build_manifest", "output_facts", "package_version", "release_id_for", "run_facts"]
+__all__ = [
+    "attack_facts",
+    "build_manifest",
+    "output_facts",
+    "package_version",
+    "release_id_for",
+    "run_facts",
+]
 
 
 def package_version() -> str:
@@ -123,6 +130,12 @@ def build_manifest(
         "metrics": table.metrics,
         "gate": decision.to_dict(),
     }
+    attacks = decision.measurements.get("attacks")
+    if attacks is not None:
+        manifest["input"]["released_from_rows"] = attacks["details"]["control"][
+            "released_from_rows"
+        ]
+        manifest["attacks"] = attack_facts(attacks)
     if utility is not None:
         manifest["utility"] = utility.to_dict()
     if utility_decision is not None:
@@ -130,3 +143,23 @@ def build_manifest(
     if ranking is not None:
         manifest["ranking"] = ranking.to_dict()
     return manifest
+
+
+def attack_facts(measured: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's ``attacks`` section from the gate's attack measurements: each risk with
+    its confidence interval, the unique exact-match rate, the limits and how the gate read
+    them, and the held-out control split (the full counts stay in ``gate.measurements``)."""
+    details = measured["details"]
+    return {
+        "risks": measured["risks"],
+        "unique_exact_match": measured["unique_exact_match"],
+        "limits": measured["limits"],
+        "checks": measured["checks"],
+        "rule": measured["rule"],
+        "control": details["control"],
+        "columns": details["columns"],
+        "secrets": details["inference"]["secrets"],
+        "n_attacks": details["n_attacks"],
+        "seed": details["seed"],
+        "confidence_level": (measured.get("singling_out") or {}).get("confidence_level", 0.95),
+    }

@@ -49,6 +49,7 @@ from privgate.core.exceptions import PolicyError
 __all__ = [
     "ARXHierarchySpec",
     "Algorithm",
+    "AttacksSpec",
     "check_band_levels",
     "BandsHierarchySpec",
     "DateHierarchySpec",
@@ -928,6 +929,44 @@ class DifferentialPrivacySpec(_Strict):
         return self
 
 
+class AttacksSpec(_Strict):
+    """Attack the release before publishing it (Anonymeter's method, :mod:`privgate.core.attacks`).
+
+    A share of the input (``control_fraction``, drawn with ``seed``) is held out: the release is
+    made from the other records only, and the held-out ones are never published. Singling-out,
+    linkability and attribute-inference attacks then run against the written release, each on
+    the records it was made from and on the held-out ones; the risk is the success beyond the
+    held-out records', with a 95 % confidence interval. A ``max_*`` limit blocks the release
+    when the risk's *lower* confidence bound is above it (the excess is then shown, not noise).
+    The unique exact-match rate is the share of records unique in the input that the release
+    contains verbatim (the NIST CRC's proxy).
+
+    Only for k-anonymous releases: a differentially private release may not depend on private
+    data except through noise, and attack results are exact functions of it (docs/PRIVACY.md).
+    """
+
+    max_singling_out: float | None = Field(default=None, ge=0.0, lt=1.0)
+    max_linkability: float | None = Field(default=None, ge=0.0, lt=1.0)
+    max_inference: float | None = Field(default=None, ge=0.0, lt=1.0)
+    max_unique_exact_match: float | None = Field(default=None, ge=0.0, lt=1.0)
+    #: Share of the input held out of the release as the attacks' control records.
+    control_fraction: float = Field(default=0.2, ge=0.01, le=0.5)
+    #: Attacks per measure (predicates for singling out, target records otherwise).
+    n_attacks: int = Field(default=500, ge=20, le=100_000)
+    #: Seeds which records are held out and the attacker's random choices (reproducible).
+    seed: int = Field(default=0, ge=0)
+    #: The columns the attacker reads; default: every released column.
+    columns: list[str] | None = None
+    #: The columns the inference attack guesses; default: the sensitive columns, or every
+    #: attacked column when there is none.
+    secrets: list[str] | None = None
+
+    def limits(self) -> dict[str, float]:
+        """The limits that are set, by name."""
+        names = ("max_singling_out", "max_linkability", "max_inference", "max_unique_exact_match")
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+
 class HistorySpec(_Strict):
     """Check each release against every earlier release of the dataset (the release history).
 
@@ -965,6 +1004,7 @@ class ReleasePolicy(_Strict):
     utility: UtilitySpec | None = Field(default=None, exclude_if=lambda value: value is None)
     ranking: RankingSpec | None = Field(default=None, exclude_if=lambda value: value is None)
     history: HistorySpec | None = Field(default=None, exclude_if=lambda value: value is None)
+    attacks: AttacksSpec | None = Field(default=None, exclude_if=lambda value: value is None)
     differential_privacy: DifferentialPrivacySpec | None = Field(
         default=None, exclude_if=lambda value: value is None
     )
@@ -985,6 +1025,7 @@ class ReleasePolicy(_Strict):
             )
         self._check_ranking()
         self._check_history()
+        self._check_attacks()
         self._check_differential_privacy()
         target = self.utility.target if self.utility is not None else None
         if target is not None:
@@ -1143,6 +1184,34 @@ class ReleasePolicy(_Strict):
                 f"{key}: {target!r} is a {role.value}; it must be a released column whose "
                 "values are not generalized (role 'sensitive' or 'insensitive')"
             )
+
+    def _check_attacks(self) -> None:
+        spec = self.attacks
+        if spec is None:
+            return
+        if self.differential_privacy is not None:
+            raise ValueError(
+                "attacks: a differentially private release cannot be attacked as part of its "
+                "publication: attack results are exact functions of the private records, so "
+                "showing them in the release or letting them decide publication would break "
+                "the ε guarantee (docs/PRIVACY.md); remove the attacks section"
+            )
+        released = self.released_columns
+        for key, names in (("columns", spec.columns), ("secrets", spec.secrets)):
+            for name in names or []:
+                if name not in released:
+                    raise ValueError(
+                        f"attacks.{key}: {name!r} is not a released column (released: {released})"
+                    )
+        attacked = spec.columns if spec.columns is not None else released
+        if len(attacked) < 2:
+            raise ValueError(
+                "attacks.columns: the linkability and inference attacks need at least two "
+                "attacked columns"
+            )
+        outside = [n for n in spec.secrets or [] if n not in attacked]
+        if outside:
+            raise ValueError(f"attacks.secrets: {outside} are not among attacks.columns")
 
     def _check_history(self) -> None:
         if self.history is None:

@@ -32,10 +32,13 @@ from privgate.core.anonymize import (
     release_table,
     shuffle_rows,
 )
+from privgate.core.attacks import ControlSplit, attack_release
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.gate import (
     GateDecision,
+    check_attacks,
     check_coverage,
+    read_release,
     sensitive_reference,
     verify_release,
     verify_table,
@@ -54,6 +57,7 @@ __all__ = [
     "AnonymizedTable",
     "IngestedTable",
     "anonymize",
+    "attack",
     "fingerprint_input",
     "ingest",
     "load_hierarchies",
@@ -305,19 +309,39 @@ def stage_and_verify(
     policy: ReleasePolicy,
     release_id: str,
     input_rows: int | None,
+    split: ControlSplit | None = None,
 ) -> tuple[StagedRelease, GateDecision]:
     """Stage the release and verify the file as written, with the table's private facts (the
-    person of each written row, the t-closeness reference)."""
+    person of each written row, the t-closeness reference); with the policy's ``attacks`` and
+    the run's control ``split``, also attack the file as written (:func:`attack`)."""
     staged, persons = _stage(table, policy, release_id)
     facts = table.gate_facts()
     if persons is not None:
         facts["persons"] = persons
     try:
         decision = verify(staged.release_file, setup, input_rows, covered=table.covered, **facts)
+        if split is not None:
+            decision = attack(staged.release_file, decision, split, policy, setup.hierarchies)
     except BaseException:
         discard(staged)  # the caller never receives it: clean up here
         raise
     return staged, decision
+
+
+def attack(
+    release: Path,
+    decision: GateDecision,
+    split: ControlSplit,
+    policy: ReleasePolicy,
+    hierarchies: dict[str, Hierarchy],
+) -> GateDecision:
+    """The attack criterion: the policy's attacks on the release file re-read as text (as a
+    recipient sees it), against the records it was made from and the held-out control."""
+    assert policy.attacks is not None
+    written = read_release(release)
+    frame = pd.DataFrame({name: cells for name, cells in written.items()})
+    evidence = attack_release(frame, split, policy, hierarchies)
+    return check_attacks(decision, evidence, policy.attacks.limits())
 
 
 def verify(

@@ -20,7 +20,7 @@ k-anonymity, is what its gate verifies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
 import pandas as pd
@@ -31,6 +31,7 @@ from prefect.states import Completed, Failed, State
 from prefect.transactions import transaction
 
 from privgate.core.anonymize import SearchSetup, select_releases
+from privgate.core.attacks import ControlSplit, split_control
 from privgate.core.cache_keys import StageTokens, stage_tokens, utility_token
 from privgate.core.exceptions import (
     GateBlockedError,
@@ -103,6 +104,9 @@ def _release(parameters: ReleaseParameters) -> State:
         opened.ingested.frame, policy, setup.hierarchies, opened.tokens.ingest
     )
     input_suite = input_expectations_task(validated, policy, setup.hierarchies, run_name=release_id)
+    if policy.attacks is not None:  # the attacks' control records never reach the release
+        run = replace(run, split=split_control(validated, policy))
+        validated = run.split.kept
     ranking = rank_task(validated, policy, opened.tokens.rank) if policy.ranking else None
     tables = anonymize_task(validated, policy, setup, opened.tokens.anonymize, ranking=ranking)
     verified: list[_Verified] = []
@@ -148,6 +152,8 @@ class _Run:
     ingested: IngestedTable
     tokens: StageTokens
     release_id: str
+    #: The attacks' held-out control records and those the releases are made from.
+    split: ControlSplit | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +192,8 @@ def _verify(
         utility_decision = exc.decision
     staged: StagedRelease | None = None
     try:
-        staged, decision = gate_task(table, run.setup, policy, release_id, run.ingested.rows)
+        input_rows = run.ingested.rows if run.split is None else len(run.split.kept)
+        staged, decision = gate_task(table, run.setup, policy, release_id, input_rows, run.split)
     except GateBlockedError as exc:
         decision = exc.decision
     run_id = str(flow_run.get_id() or "")

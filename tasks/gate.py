@@ -15,6 +15,7 @@ from prefect.logging import get_run_logger
 
 from privgate.core import stages
 from privgate.core.anonymize import SearchSetup
+from privgate.core.attacks import ControlSplit
 from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
@@ -28,15 +29,17 @@ def gate_task(
     policy: ReleasePolicy,
     release_id: str,
     input_rows: int,
+    split: ControlSplit | None = None,
 ) -> tuple[StagedRelease, GateDecision]:
     """Write to staging and verify the file as written, over the quasi-identifiers the run
-    planned the release to cover.
+    planned the release to cover (and, with the policy's ``attacks``, attack it against the
+    run's held-out control ``split``).
 
     Returns the staged release and the decision when it passes; when it is blocked, the
     staging folder is removed and :class:`GateBlockedError` (holding the decision) is raised.
     """
     started = time.perf_counter()
-    staged, decision = stages.stage_and_verify(table, setup, policy, release_id, input_rows)
+    staged, decision = stages.stage_and_verify(table, setup, policy, release_id, input_rows, split)
     log = get_run_logger()
     (log.info if decision.passed else log.error)(
         "gate: %s (%.2fs)", decision.summary, time.perf_counter() - started

@@ -14,7 +14,8 @@ is read as the region of original values it stands for (:class:`ReleaseSpace`). 
 (synthetic) cells this is exactly Anonymeter's attack. The NIST CRC's unique exact-match rate is
 reported beside them (:func:`unique_exact_match`).
 
-Entry point: :func:`run_attacks`; the gate's reading: :func:`check_attack_limits`.
+Entry point: :func:`run_attacks`; a policy's attacks on a release (the control split first):
+:func:`split_control` and :func:`attack_release`; the gate's reading: :func:`check_attack_limits`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ from privgate.core.attacks._evidence import (
 )
 from privgate.core.attacks._inference import inference_attack
 from privgate.core.attacks._linkability import count_links, linkability_attack
+from privgate.core.attacks._release import (
+    ControlSplit,
+    attack_release,
+    attacked_columns,
+    control_mask,
+    split_control,
+)
 from privgate.core.attacks._singling_out import (
     singling_out_attack,
     singling_out_probability_integral,
@@ -48,10 +56,14 @@ __all__ = [
     "AttackOutcome",
     "AttackSettings",
     "Condition",
+    "ControlSplit",
     "PrivacyRisk",
     "ReleaseSpace",
     "SuccessRate",
+    "attack_release",
+    "attacked_columns",
     "check_attack_limits",
+    "control_mask",
     "count_links",
     "inference_attack",
     "linkability_attack",
@@ -59,6 +71,7 @@ __all__ = [
     "run_attacks",
     "singling_out_attack",
     "singling_out_probability_integral",
+    "split_control",
     "success_rate",
     "unique_exact_match",
 ]

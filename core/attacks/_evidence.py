@@ -267,8 +267,18 @@ def check_attack_limits(
         if risk is None:
             reasons.append(f"attacks.{limit_name}: the {measure} attack could not be run")
         elif not held:
+            level = f"{evidence_level(evidence):.0%}".replace("%", " %")
             reasons.append(
                 f"attacks.{limit_name} = {limit:g} exceeded: {measure.replace('_', ' ')} risk "
-                f"{risk.value:.3f}, 95 % interval [{risk.low:.3f}, {risk.high:.3f}] lies above it"
+                f"{risk.value:.3f}, the lower bound {risk.low:.3f} of its {level} confidence "
+                f"interval [{risk.low:.3f}, {risk.high:.3f}] is above the limit"
             )
     return reasons, checks
+
+
+def evidence_level(evidence: AttackEvidence) -> float:
+    """The confidence level the evidence's intervals were computed at."""
+    for outcome in (evidence.singling_out, evidence.linkability, *evidence.inference.values()):
+        if outcome is not None:
+            return outcome.confidence_level
+    return 0.95

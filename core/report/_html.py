@@ -572,6 +572,81 @@ def _flatten(data: Mapping, prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
+_ATTACK_MEASURES = {
+    "singling_out": "singling out",
+    "linkability": "linkability",
+    "inference": "attribute inference (worst secret)",
+    "unique_exact_match": "exact matches of unique records",
+}
+
+
+def _attacks(report: ReleaseReport) -> str:
+    """The attack evidence the gate measured on the written release (policy ``attacks``)."""
+    a = report.privacy_gate["measurements"]["attacks"]
+    details, control = a["details"], a["details"]["control"]
+    by_measure = {name.removeprefix("max_"): value for name, value in a["limits"].items()}
+    level = f"{100 * (a.get('singling_out') or {}).get('confidence_level', 0.95):g} %"
+    parts = [
+        "<p class='note'>Anonymeter's method (Giomi et al., PoPETs 2023): "
+        f"{control['control_rows']:,} {escape(control['unit'])} of the input "
+        f"({100 * control['control_fraction']:g} %, drawn with seed {control['seed']}) were held "
+        "out <b>and are not in this release</b>; the release was made from the other "
+        f"{control['released_from_rows']:,} rows. Each attack runs on the written release "
+        "against the records it was made from and against the held-out ones; the risk is its "
+        "success beyond the held-out records' (what the release itself gives away), with a "
+        f"{level} confidence interval. Attacked columns: "
+        f"{escape(', '.join(details['columns']))}. {escape(a['rule'].capitalize())}.</p>",
+        _img(_plots.attack_figure(a["risks"], by_measure), "attack risks"),
+    ]
+    rows = []
+    for measure, label in _ATTACK_MEASURES.items():
+        risk = a["risks"].get(measure)
+        limit = by_measure.get(measure)
+        if risk is None:
+            rows.append((label, None, "not run", limit, _Raw(_pill(None))))
+            continue
+        low, high = risk["ci"]
+        held = None if limit is None else low <= limit
+        rows.append((label, risk["value"], f"[{low:.4f}, {high:.4f}]", limit, _Raw(_pill(held))))
+    parts.append(
+        _table(["attack", "risk", f"{level} interval", "limit", "gate"], rows, numeric=(1, 3))
+    )
+    counts = []
+    for measure in ("singling_out", "linkability"):
+        o = a.get(measure)
+        if o:
+            counts.append((measure.replace("_", " "), o["n_attacks"], o["n_success"],
+                           o["n_control"], o["n_baseline"], o["informative"]))  # fmt: skip
+    for secret, o in a.get("inference", {}).items():
+        counts.append((f"inference of {secret}", o["n_attacks"], o["n_success"],
+                       o["n_control"], o["n_baseline"], o["informative"]))  # fmt: skip
+    parts += [
+        "<h3>Attack counts</h3>",
+        "<p class='note'>Successes on the records the release was made from, on the held-out "
+        "records, and of a random-guessing attacker; an attack that does no better than random "
+        "guessing is not informative.</p>",
+        _table(
+            ["attack", "attacks", "successes", "on held-out", "random guess", "informative"],
+            counts,
+            numeric=(1, 2, 3, 4),
+        ),
+    ]
+    so = details.get("singling_out", {})
+    if so.get("queries") is not None and so["queries"] < details.get("n_attacks", 0):
+        parts.append(
+            f"<p class='note'>Singling out: only {so['queries']} of {details['n_attacks']} "
+            "predicates that single out one released record were found; the risk is measured "
+            "on those and may be underestimated.</p>"
+        )
+    uem = a["unique_exact_match"]
+    parts.append(
+        f"<p class='note'>Exact matches: {uem['matched']:,} of the {uem['unique_records']:,} "
+        "records unique in the input (on the attacked columns) appear verbatim in the release "
+        "(NIST CRC's proxy for re-identification).</p>"
+    )
+    return "".join(parts)
+
+
 def render_html(report: ReleaseReport) -> str:
     """The report as one self-contained HTML document (inline CSS, base64 PNG figures).
 
@@ -594,6 +669,8 @@ def render_html(report: ReleaseReport) -> str:
     ]
     if report.run.get("ranking"):
         sections.insert(4, ("ranking", "Sensitivity ranking", _ranking(report.run)))
+    if report.privacy_gate.get("measurements", {}).get("attacks"):
+        sections.insert(3, ("attacks", "Attacks on the release", _attacks(report)))
     nav = "".join(f'<a href="#{sid}">{escape(title)}</a>' for sid, title, _ in sections)
     body = "".join(
         f'<section id="{sid}"><h2>{escape(title)}</h2>{content}</section>'

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 __all__ = [
+    "attack_figure",
     "class_size_figure",
     "classification_figure",
     "clustering_figure",
@@ -352,4 +353,38 @@ def levels_figure(
     ax.legend(fontsize=8, frameon=False, loc="lower right")
     ax.tick_params(labelsize=8.5)
     ax.spines[["top", "right"]].set_visible(False)
+    return _png(fig)
+
+
+def attack_figure(risks: Mapping[str, Mapping | None], limits: Mapping[str, float]) -> str:
+    """Each attack's measured risk with its confidence interval, and its limit if one is set.
+
+    ``risks``: ``{measure: {"value", "ci": [low, high]}}``; ``limits``: ``{measure: limit}``.
+    A bar is red when its interval's lower bound is above its limit (what the gate blocks).
+    """
+    names = [n for n, r in risks.items() if r is not None]
+    fig = _figure(6.4, 0.55 * max(len(names), 1) + 1.0)
+    ax = fig.add_subplot()
+    for row, name in enumerate(names):
+        risk = risks[name]
+        low, high = risk["ci"]
+        limit = limits.get(name)
+        blocked = limit is not None and low > limit
+        ax.barh(row, risk["value"], color=BAD if blocked else RELEASE, height=0.5)
+        ax.errorbar(
+            risk["value"], row, xerr=[[risk["value"] - low], [high - risk["value"]]],
+            fmt="none", ecolor="#222", capsize=4, linewidth=1,
+        )  # fmt: skip
+        if limit is not None:
+            ax.plot([limit, limit], [row - 0.35, row + 0.35], color=BAD, linewidth=2)
+        ax.annotate(
+            f"{risk['value']:.3f} [{low:.3f}, {high:.3f}]",
+            (min(high, 1.0), row), xytext=(4, 0), textcoords="offset points",
+            va="center", fontsize=7.5,
+        )  # fmt: skip
+    ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.25)
+    ax.set_xlabel("risk (bar), 95 % interval (whiskers), limit (red tick)", fontsize=9)
+    _style(ax)
     return _png(fig)

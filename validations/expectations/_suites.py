@@ -312,7 +312,8 @@ def build_release_suite(
     g = gx_api()
     k = policy.privacy.k
     levels: Mapping[str, int] = manifest.get("transformation") or {}
-    input_rows = int(manifest["input"]["rows"])
+    # With attacks, the release is made from the records left after the held-out control.
+    input_rows = int(manifest["input"].get("released_from_rows", manifest["input"]["rows"]))
     release_rows = int(manifest["output"]["rows"])
     allowed = math.floor(policy.privacy.suppression_limit * input_rows + 1e-9)
     qis = policy.quasi_identifiers

@@ -1,0 +1,139 @@
+"""A policy's attacks on one release: the held-out control split and the attack run.
+
+Anonymeter's risk is the attack's success on the records a release was made from *beyond* its
+success on records of the same input the release does not contain. So the control records must
+really be absent: :func:`split_control` draws them before anything else sees the input, the
+release (and its ranking, its utility) is made from the other records only, and the held-out
+records are never published. With a person key whole persons are held out, so that no person
+has records on both sides.
+
+The draw, stated so anyone holding the input can redo it: ``numpy.random.default_rng(seed)``,
+one ``permutation`` of the units (the rows in input order, or the distinct person keys as text
+in sorted order), and the first ``max(1, round(control_fraction * units))`` of it are held out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from privgate.core.attacks._evidence import AttackEvidence, AttackSettings, run_attacks
+
+if TYPE_CHECKING:
+    from privgate.core.hierarchy import Hierarchy
+    from privgate.core.policy import ReleasePolicy
+
+__all__ = ["ControlSplit", "attack_release", "attacked_columns", "split_control"]
+
+
+@dataclass(frozen=True)
+class ControlSplit:
+    """The input divided into the records a release is made from and the held-out control.
+
+    Attributes
+    ----------
+    kept : DataFrame
+        The records the release is made from, in input order (index reset).
+    control : DataFrame
+        The held-out records, in input order (index reset): never published.
+    facts : dict
+        What the manifest states: rows on each side, the fraction, the seed, the unit.
+    """
+
+    kept: pd.DataFrame
+    control: pd.DataFrame
+    facts: dict = field(default_factory=dict)
+
+
+def control_mask(n_units: int, fraction: float, seed: int) -> np.ndarray:
+    """Which of ``n_units`` units are held out (the draw the module docstring states)."""
+    n_control = max(1, round(fraction * n_units)) if n_units else 0
+    held = np.zeros(n_units, dtype=bool)
+    held[np.random.default_rng(seed).permutation(n_units)[:n_control]] = True
+    return held
+
+
+def split_control(frame: pd.DataFrame, policy: ReleasePolicy) -> ControlSplit:
+    """Hold out the policy's control records (``attacks.control_fraction``, ``attacks.seed``).
+
+    Raises
+    ------
+    ValueError
+        The policy has no ``attacks`` section, or the split would leave either side empty.
+    """
+    spec = policy.attacks
+    if spec is None:
+        raise ValueError("the policy has no 'attacks' section")
+    person_key = policy.privacy.person_key if policy.privacy is not None else None
+    if person_key is None:
+        held = control_mask(len(frame), spec.control_fraction, spec.seed)
+        unit = "records"
+    else:
+        keys = frame[person_key].astype("string").to_numpy(dtype=object)
+        persons, codes = np.unique(keys.astype(str), return_inverse=True)
+        held = control_mask(len(persons), spec.control_fraction, spec.seed)[codes.reshape(-1)]
+        unit = "persons"
+    if held.all() or not held.any():
+        raise ValueError(
+            f"attacks.control_fraction = {spec.control_fraction}: the input has too few "
+            f"{unit} ({len(frame)} rows) to hold some out and release the others"
+        )
+    kept = frame.loc[~held].reset_index(drop=True)
+    control = frame.loc[held].reset_index(drop=True)
+    facts = {
+        "unit": unit,
+        "control_fraction": spec.control_fraction,
+        "seed": spec.seed,
+        "input_rows": len(frame),
+        "released_from_rows": len(kept),
+        "control_rows": len(control),
+        "published": False,
+    }
+    if person_key is not None:
+        facts["control_persons"] = int(len(set(control[person_key].astype("string").tolist())))
+    return ControlSplit(kept, control, facts)
+
+
+def attacked_columns(policy: ReleasePolicy) -> tuple[list[str], list[str]]:
+    """The attacked columns and the inference attack's secrets, as the policy sets them.
+
+    Default: every released column; secrets the sensitive columns among them, or every
+    attacked column when none is sensitive.
+    """
+    spec = policy.attacks
+    assert spec is not None
+    columns = list(spec.columns) if spec.columns is not None else policy.released_columns
+    if spec.secrets is not None:
+        secrets = list(spec.secrets)
+    else:
+        secrets = [c for c in policy.sensitive_columns if c in columns] or list(columns)
+    return columns, secrets
+
+
+def attack_release(
+    release: pd.DataFrame,
+    split: ControlSplit,
+    policy: ReleasePolicy,
+    hierarchies: Mapping[str, Hierarchy],
+) -> AttackEvidence:
+    """Every attack of the policy on ``release`` (the written file, read back as text)."""
+    spec = policy.attacks
+    assert spec is not None
+    columns, secrets = attacked_columns(policy)
+    settings = AttackSettings(n_attacks=spec.n_attacks, secrets=tuple(secrets), seed=spec.seed)
+    evidence = run_attacks(
+        release[columns],
+        split.kept[columns],
+        split.control[columns],
+        columns,
+        numeric=[c for c in columns if policy.columns[c].is_numeric],
+        hierarchies={c: h for c, h in hierarchies.items() if c in columns},
+        settings=settings,
+    )
+    evidence.details["control"] = dict(split.facts)
+    evidence.details["n_attacks"] = spec.n_attacks
+    return evidence

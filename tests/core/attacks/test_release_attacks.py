@@ -1,0 +1,175 @@
+"""A policy's ``attacks`` section on real Adult releases: the control split, the gate's attack
+criterion on the written file, and the policy's refusals.
+
+The oracles are independent of the code under test where they can be: the control split is
+re-drawn here from its stated definition, the written file is re-read with pandas (not the
+gate's reader), and the unique exact-match rate is counted by brute force.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privgate.core import stages
+from privgate.core.anonymize import SearchSetup
+from privgate.core.attacks import AttackSettings, run_attacks, split_control
+from privgate.core.exceptions import PolicyError
+
+LIMITS = {"max_singling_out": 0.05, "max_linkability": 0.05, "max_inference": 0.1}
+#: Released as they are in the weak release (only sex and race stay quasi-identifiers).
+RAW = ("age", "marital-status", "education", "native-country", "workclass", "occupation")
+
+
+def _weak_columns(adult) -> dict:
+    columns = adult.policy.model_dump(mode="python")["columns"]
+    for name in RAW:
+        columns[name] = {**columns[name], "role": "insensitive", "hierarchy": None}
+    return columns
+
+
+def _stated_draw(n: int, fraction: float, seed: int) -> np.ndarray:
+    """The held-out rows as core/attacks/_release.py's docstring states the draw."""
+    held = np.zeros(n, dtype=bool)
+    held[np.random.default_rng(seed).permutation(n)[: max(1, round(fraction * n))]] = True
+    return held
+
+
+def test_policy_attacks_section_is_validated(adult):
+    policy = adult.policy.with_overrides(attacks={**LIMITS, "seed": 3})
+    assert policy.attacks.limits() == LIMITS and policy.attacks.control_fraction == 0.2
+    refusals = {
+        "attacks.columns: 'name' is not a released column": {"columns": ["age", "name"]},
+        "attacks.secrets: \\['age'\\] are not among attacks.columns": {
+            "columns": ["sex", "race"],
+            "secrets": ["age"],
+        },
+        "need at least two attacked columns": {"columns": ["sex"]},
+        "attacks.max_singling_out: Input should be less than 1": {"max_singling_out": 1.0},
+        "attacks.control_fraction: Input should be less than or equal to 0.5": {
+            "control_fraction": 0.9
+        },
+        "attacks.max_singling_oot: unknown key": {"max_singling_oot": 0.1},
+    }
+    for message, section in refusals.items():
+        with pytest.raises(PolicyError, match=message):
+            adult.policy.with_overrides(attacks=section)
+
+
+def test_a_dp_policy_refuses_attacks_and_says_why(shared_data):
+    from privgate.core.policy import load_policy
+
+    shared_data("arx/adult.csv")
+    dp = load_policy(Path(__file__).resolve().parents[3] / "policies" / "adult-dp.yaml")
+    with pytest.raises(PolicyError, match="exact functions of the private records") as refused:
+        dp.with_overrides(attacks={"max_singling_out": 0.05})
+    assert "break the ε guarantee" in str(refused.value)
+    with pytest.raises(PolicyError, match="differentially private release cannot be attacked"):
+        dp.with_overrides(attacks={})  # no limit: still refused (no owner-side evidence yet)
+
+
+def test_the_control_split_is_the_stated_draw_and_disjoint(adult):
+    policy = adult.policy.with_overrides(attacks={"control_fraction": 0.1, "seed": 11})
+    split = split_control(adult.frame, policy)
+    held = _stated_draw(len(adult.frame), 0.1, 11)
+    pd.testing.assert_frame_equal(split.control, adult.frame[held].reset_index(drop=True))
+    pd.testing.assert_frame_equal(split.kept, adult.frame[~held].reset_index(drop=True))
+    assert split.facts["control_rows"] == round(0.1 * len(adult.frame)) == held.sum()
+    assert split.facts["published"] is False
+    other = split_control(adult.frame, policy.with_overrides(**{"attacks.seed": 12}))
+    assert not other.control.equals(split.control)
+
+
+@pytest.fixture(scope="module")
+def releases(adult, tmp_path_factory):
+    """A k=5 release of Adult within its attack limits and a weak one (2 of 8 quasi-identifiers
+    generalized, the others released as they are), each staged and gated as the flow does."""
+    out = tmp_path_factory.mktemp("attack-releases")
+    made = {}
+    cases = {
+        "k5": {"attacks": {**LIMITS, "n_attacks": 200}},
+        "weak": {
+            "columns": _weak_columns(adult),
+            "attacks": {"max_singling_out": 0.05, "n_attacks": 200, "seed": 1},
+        },
+    }
+    for name, overrides in cases.items():
+        policy = adult.policy.with_overrides(**overrides, **{"output.directory": str(out)})
+        hierarchies = stages.load_hierarchies(policy)
+        setup = SearchSetup.from_policy(policy, hierarchies)
+        split = split_control(adult.frame, policy)
+        [table] = stages.anonymize(split.kept, setup)
+        staged, decision = stages.stage_and_verify(
+            table, setup, policy, f"2026-11-24-{name}", len(split.kept), split
+        )
+        made[name] = (policy, hierarchies, split, staged, decision)
+    return made
+
+
+@pytest.mark.slow
+def test_k_anonymous_release_within_its_attack_limits_passes(releases):
+    *_, decision = releases["k5"]
+    assert decision.passed, decision.reasons
+    attacks = decision.measurements["attacks"]
+    assert attacks["limits"] == LIMITS and all(c["held"] for c in attacks["checks"])
+    for measure in ("singling_out", "linkability", "inference", "unique_exact_match"):
+        low, high = attacks["risks"][measure]["ci"]
+        assert 0 <= low <= attacks["risks"][measure]["value"] <= high <= 1
+    assert attacks["details"]["control"]["control_rows"] == round(0.2 * 30162)
+    # Generalized to classes of >= 5, no record unique in the input is published verbatim.
+    assert attacks["unique_exact_match"]["matched"] == 0
+
+
+@pytest.mark.slow
+def test_weak_release_is_blocked_naming_the_attack_and_the_bound(releases):
+    *_, decision = releases["weak"]
+    assert not decision.passed
+    [reason] = decision.reasons  # 5-anonymous over sex and race: only the attack blocks it
+    risk = decision.measurements["attacks"]["risks"]["singling_out"]
+    assert reason.startswith("attacks.max_singling_out = 0.05 exceeded: singling out risk")
+    assert f"the lower bound {risk['ci'][0]:.3f} of its 95 % confidence interval" in reason
+    assert risk["ci"][0] > 0.5
+    assert decision.measurements["attacks"]["unique_exact_match"]["value"] > 0.9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["k5", "weak"])
+def test_gate_numbers_equal_a_recomputation_from_the_written_file(releases, adult, name):
+    policy, hierarchies, _, staged, decision = releases[name]
+    spec = policy.attacks
+    written = pd.read_csv(staged.release_file, dtype=str, keep_default_na=False)
+    written = written.where(written != "", None)
+    held = _stated_draw(len(adult.frame), spec.control_fraction, spec.seed)
+    kept, control = adult.frame[~held], adult.frame[held]
+    columns = policy.released_columns
+    evidence = run_attacks(
+        written,
+        kept.reset_index(drop=True),
+        control.reset_index(drop=True),
+        columns,
+        numeric=["age"],
+        hierarchies={q: hierarchies[q] for q in policy.quasi_identifiers},
+        settings=AttackSettings(
+            n_attacks=spec.n_attacks, seed=spec.seed, secrets=("salary-class",)
+        ),
+    )
+    gate = decision.measurements["attacks"]
+    assert evidence.to_dict()["risks"] == gate["risks"]
+
+    # Brute force: records unique in the kept input, as text, found verbatim in the file.
+    def rows(frame):
+        return [
+            tuple("" if pd.isna(v) else str(v) for v in r)
+            for r in frame[columns].itertuples(index=False)
+        ]
+
+    counts = Counter(rows(kept))
+    published = set(rows(written.fillna("")))
+    uniques = [r for r, c in counts.items() if c == 1]
+    matched = sum(r in published for r in uniques)
+    uem = gate["unique_exact_match"]
+    assert (uem["unique_records"], uem["matched"]) == (len(uniques), matched)
