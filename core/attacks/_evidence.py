@@ -106,7 +106,10 @@ def unique_exact_match(
     ci = (0.0, 0.0)
     if n:
         estimate = success_rate(n, matched, confidence_level)
-        ci = (max(estimate.value - estimate.error, 0.0), min(estimate.value + estimate.error, 1.0))
+        # The Wilson interval contains the observed rate; rounding must not move it out (an
+        # observed 0 with a lower bound of 3e-20 would exceed a limit of 0).
+        low = min(max(estimate.value - estimate.error, 0.0), rate)
+        ci = (low, max(min(estimate.value + estimate.error, 1.0), rate))
     return {"unique_records": n, "matched": matched, "value": rate, "ci": list(ci)}
 
 

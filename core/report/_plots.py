@@ -372,7 +372,8 @@ def attack_figure(risks: Mapping[str, Mapping | None], limits: Mapping[str, floa
         blocked = limit is not None and low > limit
         ax.barh(row, risk["value"], color=BAD if blocked else RELEASE, height=0.5)
         ax.errorbar(
-            risk["value"], row, xerr=[[risk["value"] - low], [high - risk["value"]]],
+            risk["value"], row,
+            xerr=[[max(risk["value"] - low, 0.0)], [max(high - risk["value"], 0.0)]],
             fmt="none", ecolor="#222", capsize=4, linewidth=1,
         )  # fmt: skip
         if limit is not None:

@@ -122,6 +122,8 @@ def test_k_anonymous_release_within_its_attack_limits_passes(releases):
     assert attacks["details"]["control"]["control_rows"] == round(0.2 * 30162)
     # Generalized to classes of >= 5, no record unique in the input is published verbatim.
     assert attacks["unique_exact_match"]["matched"] == 0
+    # ... and its interval starts at 0 exactly, so even a limit of 0 holds.
+    assert attacks["unique_exact_match"]["ci"][0] == 0.0
 
 
 @pytest.mark.slow
