@@ -116,7 +116,7 @@ def releases(
     InputValidationError, AnonymizationError, HierarchyError
         The table does not fit the policy, or the models cannot be met.
     """
-    policy = _policy(policy)
+    policy = _no_attacks(_policy(policy))
     if policy.is_differentially_private:
         raise PolicyError(
             "a differential_privacy policy spends a recorded privacy budget; run it with "
@@ -168,4 +168,16 @@ def verify(
     criterion of the policy, the suppression limit when ``input_rows`` is given, the columns
     it must and must not hold, and the coverage rule when ``covered`` names fewer
     quasi-identifiers."""
-    return stages.verify(release, SearchSetup.from_policy(_policy(policy)), input_rows, covered)
+    policy = _no_attacks(_policy(policy))
+    return stages.verify(release, SearchSetup.from_policy(policy), input_rows, covered)
+
+
+def _no_attacks(policy: ReleasePolicy) -> ReleasePolicy:
+    """Refuse a policy with ``attacks``: its gate needs the held-out control records, which only
+    the release flow draws (a PASSED without the attack criterion would not be true)."""
+    if policy.attacks is not None:
+        raise PolicyError(
+            "attacks: the Python API does not hold out control records nor run the attacks; "
+            "release with `privgate run` (the release flow), or remove the attacks section"
+        )
+    return policy

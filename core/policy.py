@@ -941,8 +941,9 @@ class AttacksSpec(_Strict):
     The unique exact-match rate is the share of records unique in the input that the release
     contains verbatim (the NIST CRC's proxy).
 
-    Only for k-anonymous releases: a differentially private release may not depend on private
-    data except through noise, and attack results are exact functions of it (docs/PRIVACY.md).
+    A differentially private release may not depend on private data except through noise, and
+    attack results are exact functions of it (docs/PRIVACY.md): there the limits are refused,
+    and the attacks run after publication, their evidence written for the data owner only.
     """
 
     max_singling_out: float | None = Field(default=None, ge=0.0, lt=1.0)
@@ -1189,14 +1190,22 @@ class ReleasePolicy(_Strict):
         spec = self.attacks
         if spec is None:
             return
-        if self.differential_privacy is not None:
+        dp = self.differential_privacy
+        if dp is not None and spec.limits():
             raise ValueError(
-                "attacks: a differentially private release cannot be attacked as part of its "
-                "publication: attack results are exact functions of the private records, so "
-                "showing them in the release or letting them decide publication would break "
-                "the ε guarantee (docs/PRIVACY.md); remove the attacks section"
+                f"attacks.{next(iter(spec.limits()))}: a differentially private release cannot "
+                "be blocked on attack results: they are exact functions of the private "
+                "records, so letting them decide publication (or showing them in the release) "
+                "would break the ε guarantee (docs/PRIVACY.md); remove the attacks.max_* "
+                "limits (the attacks still run, and their evidence goes to the data owner "
+                "only)"
             )
-        released = self.released_columns
+        if dp is not None and not dp.releases_microdata:
+            raise ValueError(
+                f"attacks: differential_privacy.method {dp.method!r} releases noisy counts, "
+                "not records; the attacks need released records (mst, aim, safepub)"
+            )
+        released = self.released_columns if dp is None else self.dp_released_columns
         for key, names in (("columns", spec.columns), ("secrets", spec.secrets)):
             for name in names or []:
                 if name not in released:

@@ -24,6 +24,7 @@ from prefect.runtime import flow_run
 from prefect.states import Completed
 from prefect.transactions import transaction
 
+from privgate.core.attacks import split_control
 from privgate.core.dp import pipeline
 from privgate.core.dp.release import DPTable
 from privgate.core.exceptions import GateBlockedError
@@ -33,6 +34,7 @@ from privgate.core.publish import discard, sha256_file
 from privgate.core.report import REPORT_FILE, blocked_report_path
 from privgate.core.stages import IngestedTable, load_hierarchies
 from privgate.flows.parameters import ReleaseParameters
+from privgate.tasks.attacks import owner_attacks_task
 from privgate.tasks.dp import (
     dp_columns_task,
     dp_dry_run_task,
@@ -80,6 +82,11 @@ def dp_release(
         dp.budget.epsilon,
     )
     checked = dp_columns_task(ingested.frame, policy)
+    split = None
+    if policy.attacks is not None:  # held out of the release; attacked after publication
+        split = split_control(checked, policy)
+        checked = split.kept
+        log.info("attacks: %d records held out of the release (owner-side)", len(split.control))
     if p.dry_run:
         outcome = dp_dry_run_task(policy, release_id)
         return Completed(message=outcome["message"], data=outcome)
@@ -120,6 +127,8 @@ def dp_release(
         if staged.staging_dir.exists():
             discard(staged)
     _attach_summary(policy, release_id, table, decision, "published", str(path))
+    if split is not None:  # after publication: the evidence cannot decide it
+        owner_attacks_task(path / staged.release_file.name, split, policy, hierarchies, release_id)
     removed = discard_private_results(policy)
     if removed:
         log.info("published: %s", removed)

@@ -183,6 +183,11 @@ def full_domain_setup(policy: ReleasePolicy, where: str) -> SearchSetup:
         raise AnonymizationError(
             f"a differential_privacy policy is not available in {where}; use `privgate run`"
         )
+    if policy.attacks is not None:  # its gate needs held-out records only the flow draws
+        raise AnonymizationError(
+            f"attacks is not available in {where} (it neither holds out control records nor "
+            "runs the attacks); use `privgate run`"
+        )
     setup = SearchSetup.from_policy(policy)
     if setup.person_key is not None:
         raise AnonymizationError(

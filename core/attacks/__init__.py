@@ -42,7 +42,10 @@ from privgate.core.attacks._release import (
     attack_release,
     attacked_columns,
     control_mask,
+    owner_evidence_path,
+    record_coins,
     split_control,
+    write_owner_evidence,
 )
 from privgate.core.attacks._singling_out import (
     singling_out_attack,
@@ -67,6 +70,8 @@ __all__ = [
     "count_links",
     "inference_attack",
     "linkability_attack",
+    "owner_evidence_path",
+    "record_coins",
     "residual_success",
     "run_attacks",
     "singling_out_attack",
@@ -74,4 +79,5 @@ __all__ = [
     "split_control",
     "success_rate",
     "unique_exact_match",
+    "write_owner_evidence",
 ]

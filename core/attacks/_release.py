@@ -7,27 +7,46 @@ release (and its ranking, its utility) is made from the other records only, and 
 records are never published. With a person key whole persons are held out, so that no person
 has records on both sides.
 
-The draw, stated so anyone holding the input can redo it: ``numpy.random.default_rng(seed)``,
-one ``permutation`` of the units (the rows in input order, or the distinct person keys as text
-in sorted order), and the first ``max(1, round(control_fraction * units))`` of it are held out.
+The draw, stated so anyone holding the input can redo it. A k-anonymous release:
+``numpy.random.default_rng(seed)``, one ``permutation`` of the units (the rows in input order,
+or the distinct person keys as text in sorted order), and the first
+``max(1, round(control_fraction * units))`` of it are held out. A differentially private
+release: each record on its own values (:func:`record_coins`), so that the split is 1-stable
+(the DP analysis's neighbours D and D + r keep neighbouring or equal released parts, which a
+permutation of ``len(D)`` rows would not give): a record is held out when the first 8 bytes of
+``sha256(seed, its cells as text)`` read as a fraction of 2^64 are below ``control_fraction``.
+For a DP release the evidence is the data owner's only (:func:`write_owner_evidence`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from privgate.core.attacks._evidence import AttackEvidence, AttackSettings, run_attacks
+from privgate.core.locations import data_dir, ensure_private_dir, restrict_file
 
 if TYPE_CHECKING:
     from privgate.core.hierarchy import Hierarchy
     from privgate.core.policy import ReleasePolicy
 
-__all__ = ["ControlSplit", "attack_release", "attacked_columns", "split_control"]
+__all__ = [
+    "ControlSplit",
+    "attack_release",
+    "attacked_columns",
+    "owner_evidence_path",
+    "record_coins",
+    "split_control",
+    "write_owner_evidence",
+]
 
 
 @dataclass(frozen=True)
@@ -57,6 +76,19 @@ def control_mask(n_units: int, fraction: float, seed: int) -> np.ndarray:
     return held
 
 
+def record_coins(frame: pd.DataFrame, seed: int) -> np.ndarray:
+    """Each record's coin in ``[0, 1)``, a function of the seed and the record's own cells only
+    (``sha256`` of the seed and the cells as text, separated by a unit separator; a missing
+    cell is empty)."""
+    coins = np.empty(len(frame), dtype=float)
+    prefix = f"{seed}\x1e".encode()
+    for i, row in enumerate(frame.itertuples(index=False, name=None)):
+        text = "\x1f".join("" if pd.isna(v) else str(v) for v in row)
+        digest = hashlib.sha256(prefix + text.encode()).digest()
+        coins[i] = int.from_bytes(digest[:8], "big") / 2.0**64
+    return coins
+
+
 def split_control(frame: pd.DataFrame, policy: ReleasePolicy) -> ControlSplit:
     """Hold out the policy's control records (``attacks.control_fraction``, ``attacks.seed``).
 
@@ -69,7 +101,10 @@ def split_control(frame: pd.DataFrame, policy: ReleasePolicy) -> ControlSplit:
     if spec is None:
         raise ValueError("the policy has no 'attacks' section")
     person_key = policy.privacy.person_key if policy.privacy is not None else None
-    if person_key is None:
+    if policy.is_differentially_private:
+        held = record_coins(frame, spec.seed) < spec.control_fraction
+        unit = "records"
+    elif person_key is None:
         held = control_mask(len(frame), spec.control_fraction, spec.seed)
         unit = "records"
     else:
@@ -106,7 +141,9 @@ def attacked_columns(policy: ReleasePolicy) -> tuple[list[str], list[str]]:
     """
     spec = policy.attacks
     assert spec is not None
-    columns = list(spec.columns) if spec.columns is not None else policy.released_columns
+    released = policy.dp_released_columns if policy.is_differentially_private else None
+    released = released or policy.released_columns
+    columns = list(spec.columns) if spec.columns is not None else released
     if spec.secrets is not None:
         secrets = list(spec.secrets)
     else:
@@ -137,3 +174,24 @@ def attack_release(
     evidence.details["control"] = dict(split.facts)
     evidence.details["n_attacks"] = spec.n_attacks
     return evidence
+
+
+def owner_evidence_path(dataset: str, release_id: str) -> Path:
+    """Where a DP release's attack evidence is kept: ``<data dir>/attacks/<dataset>/<id>.json``,
+    owner-only, never in a release folder."""
+    return data_dir() / "attacks" / dataset / f"{release_id}.json"
+
+
+def write_owner_evidence(evidence: AttackEvidence, dataset: str, release_id: str) -> Path:
+    """Write the evidence for the data owner only (folders 0700, file 0600), atomically."""
+    path = owner_evidence_path(dataset, release_id)
+    for folder in (data_dir(), path.parent.parent, path.parent):
+        ensure_private_dir(folder)
+    tmp = path.with_name(f".{path.name}.tmp")
+    text = json.dumps(evidence.to_dict(), indent=2, default=float)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # never readable by others
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    restrict_file(tmp)
+    os.replace(tmp, path)
+    return path

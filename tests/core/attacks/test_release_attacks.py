@@ -60,16 +60,54 @@ def test_policy_attacks_section_is_validated(adult):
             adult.policy.with_overrides(attacks=section)
 
 
-def test_a_dp_policy_refuses_attacks_and_says_why(shared_data):
+def _mst_policy(adult, attacks: dict):
+    """Adult as an MST (DP synthetic) release, every categorical domain declared."""
+    from privgate.core.policy import ReleasePolicy
+
+    policy = adult.policy.model_dump(mode="python")
+    del policy["privacy"], policy["algorithm"]
+    policy["differential_privacy"] = {
+        "method": "mst",
+        "epsilon": 1.0,
+        "delta": 1e-6,
+        "budget": {"epsilon": 4.0, "delta": 1e-5},
+    }
+    policy["attacks"] = attacks
+    for name in policy["columns"]:
+        if name != "age":
+            policy["columns"][name]["categories"] = sorted(set(adult.frame[name]))
+    return ReleasePolicy.model_validate(policy)
+
+
+def test_a_dp_policy_refuses_attack_limits_and_says_why(adult):
+    with pytest.raises(ValueError, match="exact functions of the private records") as refused:
+        _mst_policy(adult, {"max_singling_out": 0.05})
+    assert "attacks.max_singling_out: a differentially private release cannot be blocked" in str(
+        refused.value
+    )
+    assert "would break the ε guarantee" in str(refused.value)
+    # Without limits the attacks run, owner-side; a release of noisy counts has no records.
+    assert _mst_policy(adult, {}).attacks is not None
     from privgate.core.policy import load_policy
 
-    shared_data("arx/adult.csv")
     dp = load_policy(Path(__file__).resolve().parents[3] / "policies" / "adult-dp.yaml")
-    with pytest.raises(PolicyError, match="exact functions of the private records") as refused:
-        dp.with_overrides(attacks={"max_singling_out": 0.05})
-    assert "break the ε guarantee" in str(refused.value)
-    with pytest.raises(PolicyError, match="differentially private release cannot be attacked"):
-        dp.with_overrides(attacks={})  # no limit: still refused (no owner-side evidence yet)
+    with pytest.raises(PolicyError, match="'dpheter' releases noisy counts, not records"):
+        dp.with_overrides(attacks={})
+
+
+def test_the_dp_control_split_is_one_stable(adult):
+    """Neighbours D and D + r (r new, or a copy of a record of D) keep released parts that are
+    equal or neighbours: the split judges each record on its own values, as the DP analysis
+    needs (a permutation of len(D) rows would reshuffle everyone)."""
+    dp = _mst_policy(adult, {"seed": 4})
+    frame = adult.frame.iloc[:3000]
+    base = split_control(frame, dp)
+    assert 0.15 < base.facts["control_rows"] / 3000 < 0.25
+    kept = Counter(map(tuple, base.kept.astype(str).to_numpy().tolist()))
+    for extra in (frame.iloc[[17]], frame.iloc[[17]].assign(age=18)):
+        neighbour = split_control(pd.concat([extra, frame], ignore_index=True), dp)
+        grown = Counter(map(tuple, neighbour.kept.astype(str).to_numpy().tolist()))
+        assert sum((grown - kept).values()) <= 1 and not kept - grown
 
 
 def test_the_control_split_is_the_stated_draw_and_disjoint(adult):
@@ -175,3 +213,19 @@ def test_gate_numbers_equal_a_recomputation_from_the_written_file(releases, adul
     matched = sum(r in published for r in uniques)
     uem = gate["unique_exact_match"]
     assert (uem["unique_records"], uem["matched"]) == (len(uniques), matched)
+
+
+def test_paths_without_a_control_split_refuse_an_attacks_policy(adult):
+    """The Python API, `privgate anonymize` and the Dask path never draw the control records,
+    so they refuse the policy rather than report PASSED without the attack criterion."""
+    import privgate
+    from privgate.core.anonymize import full_domain_setup
+    from privgate.core.exceptions import AnonymizationError
+
+    policy = adult.policy.with_overrides(attacks=LIMITS)
+    with pytest.raises(PolicyError, match="the Python API does not hold out control records"):
+        privgate.anonymize(adult.frame, policy)
+    with pytest.raises(PolicyError, match="attacks: the Python API"):
+        privgate.verify(adult.frame, policy)
+    with pytest.raises(AnonymizationError, match="attacks is not available in the Dask path"):
+        full_domain_setup(policy, "the Dask path")
