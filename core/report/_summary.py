@@ -27,6 +27,23 @@ def _f(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def _attack_risks(measurements: dict) -> list[tuple[str, dict, float | None, bool | None]]:
+    """(measure, risk, limit, held) of each attack the gate ran (policy ``attacks``)."""
+    attacks = measurements.get("attacks") or {}
+    limits = {k.removeprefix("max_"): v for k, v in (attacks.get("limits") or {}).items()}
+    out = []
+    for measure, risk in (attacks.get("risks") or {}).items():
+        if risk is not None:
+            limit = limits.get(measure)
+            held = None if limit is None else risk["ci"][0] <= limit
+            out.append((measure.replace("_", " "), risk, limit, held))
+    return out
+
+
+def _interval(risk: dict) -> str:
+    return f"{risk['value']:.4f} [{risk['ci'][0]:.4f}, {risk['ci'][1]:.4f}]"
+
+
 def summary_table(report: ReleaseReport) -> list[dict]:
     """One row per measured number: ``section``, ``measure``, ``original``, ``release``,
     ``limit``, ``holds``."""
@@ -56,6 +73,8 @@ def summary_table(report: ReleaseReport) -> list[dict]:
             holds=m["suppressed"] <= m.get("suppression_allowed", 0),
         )
     add("privacy", "equivalence classes", m.get("classes"))
+    for measure, risk, limit, held in _attack_risks(m):
+        add("attacks", f"{measure} risk [95 % interval]", _interval(risk), None, limit, held)
     checks = {}
     if report.utility_gate:
         for c in report.utility_gate.get("measurements", {}).get("checks", []):
@@ -133,6 +152,9 @@ def markdown_summary(report: ReleaseReport, report_path: str | None = None) -> s
     ]
     for c in report.privacy.get("criteria", []):
         lines.append(f"- {c['criterion']}: reached {_f(c['reached'])}, holds {_f(c['holds'])}")
+    for measure, risk, limit, held in _attack_risks(m):
+        bound = "" if limit is None else f" (limit {limit:g} on the lower bound, holds {_f(held)})"
+        lines.append(f"- attack: {measure} risk {_interval(risk)}{bound}")
     u = report.utility
     if u:
         loss, metrics = u.get("loss", {}), u.get("metrics", {})

@@ -174,6 +174,19 @@ def test_weak_release_is_blocked_naming_the_attack_and_the_bound(releases):
     assert f"the lower bound {risk['ci'][0]:.3f} of its 95 % confidence interval" in reason
     assert risk["ci"][0] > 0.5
     assert decision.measurements["attacks"]["unique_exact_match"]["value"] > 0.9
+    # What the blocked report and the run's artifacts show.
+    from privgate.core.report import ReleaseReport, markdown_summary, render_html, summary_table
+
+    report = ReleaseReport("adult", "2026-11-24-weak", "blocked", ["privacy"], decision.to_dict())
+    low = f"{risk['ci'][0]:.4f}"
+    assert f"attack: singling out risk {risk['value']:.4f} [{low}," in markdown_summary(report)
+    assert "(limit 0.05 on the lower bound, holds no)" in markdown_summary(report)
+    [row] = [r for r in summary_table(report) if r["measure"].startswith("singling out")]
+    assert (row["section"], row["limit"], row["holds"]) == ("attacks", "0.0500", "no")
+    html = render_html(report)
+    section = html[html.index('<section id="attacks">') :]
+    section = section[: section.index("</section>")]
+    assert f"[{low}, " in section and '<span class="pill bad">fails</span>' in section
 
 
 @pytest.mark.slow
@@ -229,3 +242,36 @@ def test_paths_without_a_control_split_refuse_an_attacks_policy(adult):
         privgate.verify(adult.frame, policy)
     with pytest.raises(AnonymizationError, match="attacks is not available in the Dask path"):
         full_domain_setup(policy, "the Dask path")
+
+
+def test_a_person_keyed_split_holds_out_whole_persons():
+    """Several admissions per patient: a patient's admissions are all held out or all kept
+    (otherwise the control would hold people the release describes)."""
+    from privgate.core.hospital_data import generate_admissions
+    from privgate.core.policy import load_policy
+
+    hospital = Path(__file__).resolve().parents[3] / "policies" / "hospital.yaml"
+    policy = load_policy(hospital).with_overrides(attacks={"control_fraction": 0.25, "seed": 9})
+    frame = generate_admissions(800, seed=3)
+    split = split_control(frame, policy)
+    kept, held = set(split.kept["subject_id"]), set(split.control["subject_id"])
+    assert not kept & held and kept | held == set(frame["subject_id"])
+    assert len(held) == split.facts["control_persons"] == round(0.25 * 800)
+    assert split.facts["unit"] == "persons" and len(frame) > 800
+    assert len(split.kept) + len(split.control) == len(frame)
+
+
+def test_the_control_split_is_part_of_the_cache_keys(adult):
+    """A release made from other records is another result: the rank and anonymize tokens
+    change with the split's settings (not with a limit), the ingest token does not."""
+    from privgate.core.cache_keys import stage_tokens
+
+    def tokens(**attacks):
+        return stage_tokens(adult.policy.with_overrides(attacks=attacks), "sha")
+
+    base = tokens(seed=1)
+    assert tokens(seed=2).anonymize != base.anonymize and tokens(seed=2).rank != base.rank
+    assert tokens(seed=1, control_fraction=0.3).anonymize != base.anonymize
+    assert tokens(seed=1, control_fraction=0.3).ingest == base.ingest
+    assert tokens(seed=1, max_singling_out=0.1).anonymize == base.anonymize  # a limit: no
+    assert stage_tokens(adult.policy, "sha").anonymize != base.anonymize
