@@ -15,6 +15,7 @@ from typing import Any
 
 from privgate.core.report import _plots
 from privgate.core.report._data import ReleaseReport
+from privgate.core.report._summary import gate_checks
 
 __all__ = ["SECTIONS", "render_html"]
 
@@ -584,7 +585,8 @@ def _attacks(report: ReleaseReport) -> str:
     """The attack evidence the gate measured on the written release (policy ``attacks``)."""
     a = report.privacy_gate["measurements"]["attacks"]
     details, control = a["details"], a["details"]["control"]
-    by_measure = {name.removeprefix("max_"): value for name, value in a["limits"].items()}
+    checks = gate_checks(a)
+    by_measure = {measure: limit for measure, (limit, _) in checks.items()}
     level = f"{100 * (a.get('singling_out') or {}).get('confidence_level', 0.95):g} %"
     parts = [
         "<p class='note'>Anonymeter's method (Giomi et al., PoPETs 2023): "
@@ -596,7 +598,7 @@ def _attacks(report: ReleaseReport) -> str:
         "success beyond the held-out records' (what the release itself gives away), with a "
         f"{level} confidence interval. Attacked columns: "
         f"{escape(', '.join(details['columns']))}. {escape(a['rule'].capitalize())}.</p>",
-        _img(_plots.attack_figure(a["risks"], by_measure), "attack risks"),
+        _img(_plots.attack_figure(a["risks"], checks), "attack risks"),
     ]
     rows = []
     for measure, label in _ATTACK_MEASURES.items():
@@ -606,7 +608,7 @@ def _attacks(report: ReleaseReport) -> str:
             rows.append((label, None, "not run", limit, _Raw(_pill(None))))
             continue
         low, high = risk["ci"]
-        held = None if limit is None else low <= limit
+        held = checks.get(measure, (None, None))[1]
         rows.append((label, risk["value"], f"[{low:.4f}, {high:.4f}]", limit, _Raw(_pill(held))))
     parts.append(
         _table(["attack", "risk", f"{level} interval", "limit", "gate"], rows, numeric=(1, 3))

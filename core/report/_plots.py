@@ -356,11 +356,13 @@ def levels_figure(
     return _png(fig)
 
 
-def attack_figure(risks: Mapping[str, Mapping | None], limits: Mapping[str, float]) -> str:
+def attack_figure(
+    risks: Mapping[str, Mapping | None], checks: Mapping[str, tuple[float, bool]]
+) -> str:
     """Each attack's measured risk with its confidence interval, and its limit if one is set.
 
-    ``risks``: ``{measure: {"value", "ci": [low, high]}}``; ``limits``: ``{measure: limit}``.
-    A bar is red when its interval's lower bound is above its limit (what the gate blocks).
+    ``risks``: ``{measure: {"value", "ci": [low, high]}}``; ``checks``: ``{measure: (limit,
+    held)}`` as the gate decided them. A bar is red when the gate found its limit exceeded.
     """
     names = [n for n, r in risks.items() if r is not None]
     fig = _figure(6.4, 0.55 * max(len(names), 1) + 1.0)
@@ -368,8 +370,8 @@ def attack_figure(risks: Mapping[str, Mapping | None], limits: Mapping[str, floa
     for row, name in enumerate(names):
         risk = risks[name]
         low, high = risk["ci"]
-        limit = limits.get(name)
-        blocked = limit is not None and low > limit
+        limit, held = checks.get(name, (None, None))
+        blocked = held is False
         ax.barh(row, risk["value"], color=BAD if blocked else RELEASE, height=0.5)
         ax.errorbar(
             risk["value"], row,

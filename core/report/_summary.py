@@ -30,14 +30,21 @@ def _f(value: Any, digits: int = 4) -> str:
 def _attack_risks(measurements: dict) -> list[tuple[str, dict, float | None, bool | None]]:
     """(measure, risk, limit, held) of each attack the gate ran (policy ``attacks``)."""
     attacks = measurements.get("attacks") or {}
-    limits = {k.removeprefix("max_"): v for k, v in (attacks.get("limits") or {}).items()}
+    checks = gate_checks(attacks)
     out = []
     for measure, risk in (attacks.get("risks") or {}).items():
         if risk is not None:
-            limit = limits.get(measure)
-            held = None if limit is None else risk["ci"][0] <= limit
+            limit, held = checks.get(measure, (None, None))
             out.append((measure.replace("_", " "), risk, limit, held))
     return out
+
+
+def gate_checks(attacks: dict) -> dict[str, tuple[float, bool]]:
+    """``{measure: (limit, held)}`` as the gate decided them (``attacks.checks``): the report
+    shows the gate's verdict, it never re-decides it."""
+    return {
+        c["limit"].removeprefix("max_"): (c["value"], c["held"]) for c in attacks.get("checks", [])
+    }
 
 
 def _interval(risk: dict) -> str:
