@@ -7,8 +7,10 @@ import json
 from datetime import date
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from privgate.core.attacks import AttackSettings, run_attacks
 from privgate.core.exceptions import GateBlockedError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +33,7 @@ def _run(tmp_path: Path, overrides: dict):
 
 
 def test_attack_evidence_is_published_and_a_weak_release_blocked(
-    prefect_harness, shared_data, tmp_path
+    prefect_harness, shared_data, tmp_path, adult
 ):
     shared_data("arx/adult.csv")
     state = _run(tmp_path, {"attacks": {**LIMITS, "n_attacks": 200, "seed": 5}})
@@ -50,6 +52,20 @@ def test_attack_evidence_is_published_and_a_weak_release_blocked(
         risk = attacks["risks"][measure]
         assert 0 <= risk["ci"][0] <= risk["value"] <= risk["ci"][1] <= 1
     assert manifest["gate"]["measurements"]["attacks"]["risks"] == attacks["risks"]
+    # The manifest's numbers again, from the published file and the stated draw alone.
+    held = np.zeros(30162, dtype=bool)
+    held[np.random.default_rng(5).permutation(30162)[: round(0.2 * 30162)]] = True
+    written = release.where(release != "", None)
+    evidence = run_attacks(
+        written,
+        adult.frame[~held].reset_index(drop=True),
+        adult.frame[held].reset_index(drop=True),
+        list(written.columns),
+        numeric=["age"],
+        hierarchies=adult.hierarchies,
+        settings=AttackSettings(n_attacks=200, seed=5, secrets=("salary-class",)),
+    )
+    assert evidence.to_dict()["risks"] == attacks["risks"]
     report = (folder / "report.html").read_text()
     assert '<section id="attacks"><h2>Attacks on the release</h2>' in report
     assert 'alt="attack risks" src="data:image/png;base64,' in report
