@@ -338,9 +338,12 @@ def attack(
     """The attack criterion: the policy's attacks on the release file re-read as text (as a
     recipient sees it), against the records it was made from and the held-out control."""
     assert policy.attacks is not None
-    written = read_release(release)
-    frame = pd.DataFrame({name: cells for name, cells in written.items()})
-    evidence = attack_release(frame, split, policy, hierarchies)
+    try:
+        frame = pd.DataFrame(read_release(release))
+        evidence = attack_release(frame, split, policy, hierarchies)
+    except Exception as exc:  # fail closed: a declared attack that cannot run blocks
+        reason = f"attacks could not be run on the written release: {type(exc).__name__}: {exc}"
+        return GateDecision(False, [*decision.reasons, reason], decision.measurements)
     return check_attacks(decision, evidence, policy.attacks.limits())
 
 

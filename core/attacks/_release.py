@@ -161,6 +161,9 @@ def attack_release(
     spec = policy.attacks
     assert spec is not None
     columns, secrets = attacked_columns(policy)
+    missing = [c for c in columns if c not in release.columns]
+    if missing:
+        raise ValueError(f"attacked column(s) not in the release: {missing}")
     settings = AttackSettings(n_attacks=spec.n_attacks, secrets=tuple(secrets), seed=spec.seed)
     evidence = run_attacks(
         release[columns],

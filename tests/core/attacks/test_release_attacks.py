@@ -275,3 +275,27 @@ def test_the_control_split_is_part_of_the_cache_keys(adult):
     assert tokens(seed=1, control_fraction=0.3).ingest == base.ingest
     assert tokens(seed=1, max_singling_out=0.1).anonymize == base.anonymize  # a limit: no
     assert stage_tokens(adult.policy, "sha").anonymize != base.anonymize
+
+
+@pytest.mark.slow
+def test_a_release_the_attacks_cannot_read_is_blocked(releases, tmp_path):
+    """Fail closed: a declared attack that cannot run on the written file blocks the release."""
+    from privgate.core.gate import GateDecision
+
+    policy, hierarchies, split, staged, _ = releases["k5"]
+    written = pd.read_csv(staged.release_file, dtype=str, keep_default_na=False)
+    passed = GateDecision(True, [], {"rows": len(written)})
+    for name, tampered in (
+        ("dropped", written.drop(columns=["occupation"])),
+        ("unreadable", written.assign(age="young")),
+    ):
+        path = tmp_path / f"{name}.csv"
+        tampered.to_csv(path, index=False)
+        decision = stages.attack(path, passed, split, policy, hierarchies)
+        assert not decision.passed
+        [reason] = decision.reasons
+        assert reason.startswith("attacks could not be run on the written release")
+    assert (
+        "['occupation']"
+        in stages.attack(tmp_path / "dropped.csv", passed, split, policy, hierarchies).reasons[0]
+    )
