@@ -129,12 +129,10 @@ class AttackEvidence:
     details: dict = field(default_factory=dict)
 
     def risks(self) -> dict[str, PrivacyRisk | None]:
-        """The risk of each attack; inference: the worst secret (highest upper bound)."""
+        """The risk of each attack; inference: the worst secret (:meth:`worst_secret`)."""
         worst = None
         if self.inference:
-            worst = max(
-                (o.risk() for o in self.inference.values()), key=lambda r: (r.high, r.value)
-            )
+            worst = self.inference[self.worst_secret()].risk()
         uem = self.unique_exact_match
         return {
             "singling_out": self.singling_out.risk() if self.singling_out else None,
@@ -143,11 +141,23 @@ class AttackEvidence:
             "unique_exact_match": PrivacyRisk(uem["value"], *uem["ci"]) if uem else None,
         }
 
+    def worst_secret(self) -> str:
+        """The inferred column whose risk has the highest lower bound (then upper bound, then
+        estimate): the one the gate reads, since a limit must hold for every secret, and a
+        wide interval from few attacks is not evidence of a higher risk."""
+
+        def order(secret: str) -> tuple[float, float, float]:
+            risk = self.inference[secret].risk()
+            return (risk.low, risk.high, risk.value)
+
+        return max(self.inference, key=order)
+
     def to_dict(self) -> dict:
         return {
             "singling_out": self.singling_out.to_dict() if self.singling_out else None,
             "linkability": self.linkability.to_dict() if self.linkability else None,
             "inference": {k: v.to_dict() for k, v in self.inference.items()},
+            "worst_secret": self.worst_secret() if self.inference else None,
             "unique_exact_match": self.unique_exact_match,
             "risks": {k: (v.to_dict() if v else None) for k, v in self.risks().items()},
             "details": self.details,
@@ -244,7 +254,9 @@ def check_attack_limits(
     """The gate's reading: a limit is exceeded when the risk's *lower* confidence bound is above it.
 
     The lower bound, because a point estimate just over a limit may be noise; a lower bound over
-    it means the attack succeeds more than the limit allows at the stated confidence.
+    it means the attack succeeds more than the limit allows at the stated confidence. The
+    inference limit holds for every secret: it is read on the secret whose risk has the highest
+    lower bound (:meth:`AttackEvidence.worst_secret`).
 
     Returns
     -------
@@ -271,8 +283,11 @@ def check_attack_limits(
             reasons.append(f"attacks.{limit_name}: the {measure} attack could not be run")
         elif not held:
             level = f"{evidence_level(evidence):.0%}".replace("%", " %")
+            what = measure.replace("_", " ")
+            if measure == "inference":
+                what = f"inference of {evidence.worst_secret()!r}"
             reasons.append(
-                f"attacks.{limit_name} = {limit:g} exceeded: {measure.replace('_', ' ')} risk "
+                f"attacks.{limit_name} = {limit:g} exceeded: {what} risk "
                 f"{risk.value:.3f}, the lower bound {risk.low:.3f} of its {level} confidence "
                 f"interval [{risk.low:.3f}, {risk.high:.3f}] is above the limit"
             )

@@ -601,7 +601,10 @@ def _attacks(report: ReleaseReport) -> str:
         _img(_plots.attack_figure(a["risks"], checks), "attack risks"),
     ]
     rows = []
-    for measure, label in _ATTACK_MEASURES.items():
+    labels = dict(_ATTACK_MEASURES)
+    if a.get("worst_secret"):
+        labels["inference"] = f"attribute inference (worst secret: {a['worst_secret']})"
+    for measure, label in labels.items():
         risk = a["risks"].get(measure)
         limit = by_measure.get(measure)
         if risk is None:

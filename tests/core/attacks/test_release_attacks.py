@@ -299,3 +299,18 @@ def test_a_release_the_attacks_cannot_read_is_blocked(releases, tmp_path):
         "['occupation']"
         in stages.attack(tmp_path / "dropped.csv", passed, split, policy, hierarchies).reasons[0]
     )
+
+
+def test_the_inference_limit_holds_for_every_secret():
+    """A secret attacked on few records has a wide interval (the worst by its upper bound);
+    another, narrower, has a lower bound above the limit: the gate blocks on that one, and the
+    evidence's inference risk (manifest, report) is that one too."""
+    from privgate.core.attacks import AttackEvidence, AttackOutcome, check_attack_limits
+
+    wide, narrow = AttackOutcome(10, 5, 0, 3), AttackOutcome(500, 200, 10, 50)
+    assert wide.risk().high > narrow.risk().high and wide.risk().low < 0.1 < narrow.risk().low
+    evidence = AttackEvidence(None, None, {"wide": wide, "narrow": narrow}, {})
+    assert evidence.worst_secret() == "narrow" and evidence.risks()["inference"] == narrow.risk()
+    reasons, [check] = check_attack_limits(evidence, {"max_inference": 0.1})
+    assert check["held"] is False and check["measured"] == narrow.risk().to_dict()
+    assert reasons[0].startswith("attacks.max_inference = 0.1 exceeded: inference of 'narrow'")
