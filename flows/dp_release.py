@@ -127,8 +127,13 @@ def dp_release(
         if staged.staging_dir.exists():
             discard(staged)
     _attach_summary(policy, release_id, table, decision, "published", str(path))
-    if split is not None:  # after publication: the evidence cannot decide it
-        owner_attacks_task(path / staged.release_file.name, split, policy, hierarchies, release_id)
+    if split is not None:  # after publication: the evidence cannot decide it, nor fail the run
+        attacked = owner_attacks_task(
+            path / staged.release_file.name, split, policy, hierarchies, release_id,
+            return_state=True,
+        )  # fmt: skip
+        if not attacked.is_completed():
+            log.error("owner-side attacks on %s not measured: %s", release_id, attacked.message)
     removed = discard_private_results(policy)
     if removed:
         log.info("published: %s", removed)
