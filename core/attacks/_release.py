@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from privgate.core.attacks._evidence import AttackEvidence, AttackSettings, run_attacks
+from privgate.core.exceptions import PolicyError
 from privgate.core.locations import data_dir, ensure_private_dir, restrict_file
 
 if TYPE_CHECKING:
@@ -95,7 +96,9 @@ def split_control(frame: pd.DataFrame, policy: ReleasePolicy) -> ControlSplit:
     Raises
     ------
     ValueError
-        The policy has no ``attacks`` section, or the split would leave either side empty.
+        The policy has no ``attacks`` section.
+    PolicyError
+        The split would leave either side empty (a clear refusal, before anything runs).
     """
     spec = policy.attacks
     if spec is None:
@@ -113,7 +116,7 @@ def split_control(frame: pd.DataFrame, policy: ReleasePolicy) -> ControlSplit:
         held = control_mask(len(persons), spec.control_fraction, spec.seed)[codes.reshape(-1)]
         unit = "persons"
     if held.all() or not held.any():
-        raise ValueError(
+        raise PolicyError(
             f"attacks.control_fraction = {spec.control_fraction}: the input has too few "
             f"{unit} ({len(frame)} rows) to hold some out and release the others"
         )

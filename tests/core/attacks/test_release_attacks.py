@@ -120,6 +120,8 @@ def test_the_control_split_is_the_stated_draw_and_disjoint(adult):
     assert split.facts["published"] is False
     other = split_control(adult.frame, policy.with_overrides(**{"attacks.seed": 12}))
     assert not other.control.equals(split.control)
+    with pytest.raises(PolicyError, match="too few records"):
+        split_control(adult.frame.iloc[:1], policy)
 
 
 @pytest.fixture(scope="module")
