@@ -47,6 +47,14 @@ class EncodedColumn:
         hierarchy's value list, so that a hierarchy listing ages 1-100 does not make a band
         of observed ages 17-90 look finer than it is, and so that the search's loss and the
         loss measured on the written release (:func:`privgate.core.metrics.table_loss`) agree.
+    hierarchy_leaves : list of ndarray of int64, optional
+        ``hierarchy_leaves[l][c]``: how many values of the *hierarchy's* domain level-``l``
+        code ``c`` stands for. Set only when the hierarchy lists its domain (a table or
+        taxonomy hierarchy); the ARX-compatible metrics (:mod:`privgate.core.metrics`) measure
+        against it, as ARX does, where ``domain_leaves`` measures against the data.
+    hierarchy_domain_size : int
+        Number of values the hierarchy lists (plus one for a missing cell in the data); 0 when
+        it lists none.
     """
 
     name: str
@@ -55,6 +63,8 @@ class EncodedColumn:
     labels: list[np.ndarray]
     domain_leaves: list[np.ndarray] = field(default_factory=list)
     domain_size: int = 0
+    hierarchy_leaves: list[np.ndarray] | None = None
+    hierarchy_domain_size: int = 0
 
     @property
     def height(self) -> int:
@@ -130,7 +140,41 @@ def encode_column(name: str, values: object, hierarchy: Hierarchy) -> EncodedCol
         level_maps.append(level_codes)
         labels.append(level_labels)
     leaves = [np.bincount(m, minlength=len(lab)) for m, lab in zip(level_maps, labels, strict=True)]
-    return EncodedColumn(name, codes, level_maps, labels, leaves, len(uniques))
+    listed = _hierarchy_leaves(hierarchy, labels, has_missing=any(v is None for v in uniques))
+    return EncodedColumn(
+        name,
+        codes,
+        level_maps,
+        labels,
+        leaves,
+        len(uniques),
+        hierarchy_leaves=None if listed is None else listed[0],
+        hierarchy_domain_size=0 if listed is None else listed[1],
+    )
+
+
+def _hierarchy_leaves(
+    hierarchy: Hierarchy, labels: list[np.ndarray], has_missing: bool
+) -> tuple[list[np.ndarray], int] | None:
+    """Per level, how many of the hierarchy's listed values each present label covers.
+
+    ``None`` for a hierarchy that does not list its domain (intervals, bands, masking, dates):
+    their domain is a range or a rule, not a list of values. A missing cell in the data is a
+    value of its own (as in :func:`encode_column`), so it adds one leaf to the domain.
+    """
+    domain = getattr(hierarchy, "domain", None)
+    if not isinstance(domain, list) or not domain:
+        return None
+    table = hierarchy.generalize(domain)
+    if has_missing:
+        table = np.vstack([table, np.array([hierarchy.missing_labels()], dtype=object)])
+    out = []
+    for level, present in enumerate(labels):
+        counts: dict[object, int] = {}
+        for label in table[:, level].tolist():
+            counts[label] = counts.get(label, 0) + 1
+        out.append(np.array([counts.get(label, 1) for label in present.tolist()], np.int64))
+    return out, len(table)
 
 
 @dataclass(frozen=True)

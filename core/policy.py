@@ -652,19 +652,47 @@ RANKED_ALGORITHMS = frozenset({Algorithm.RFKA, Algorithm.TIERED})
 POPULATION_ALGORITHMS = frozenset({Algorithm.OPTIMAL, Algorithm.DATAFLY})
 
 
-MetricName = Literal["loss", "precision", "discernibility", "average_class_size", "entropy"]
+MetricName = Literal[
+    "loss",
+    "precision",
+    "discernibility",
+    "average_class_size",
+    "entropy",
+    "arx_loss",
+    "arx_entropy",
+    "arx_average_class_size",
+    "discernibility_star",
+]
 
 
 class AlgorithmSpec(_Strict):
     """Which algorithm anonymizes, and its options.
 
     ``metric`` (optimal only) is the objective: loss, precision, discernibility,
-    average_class_size or entropy. ``strict`` (mondrian only) chooses strict or relaxed
-    median partitioning.
+    average_class_size or entropy (privgate's definitions: a column's domain is the data's
+    values, a suppressed record is charged in full), or ARX's own definitions arx_loss,
+    arx_entropy, arx_average_class_size and discernibility_star (``privgate.core.metrics``
+    states each formula). The ARX metrics take ``gs_factor`` (ARX's weight of generalization
+    against suppression, default 0.5), ``aggregate`` (how attributes combine) and
+    ``attribute_weights`` (a larger weight keeps that column finer); ``arx_entropy`` also takes
+    ``monotonic`` (true: suppression ignored, ARX's default). ``strict`` (mondrian only)
+    chooses strict or relaxed median partitioning.
     """
 
     name: Algorithm = Algorithm.OPTIMAL
     metric: MetricName | None = None
+    #: ARX metrics only: generalization weighed against suppression (0.5: equally)
+    gs_factor: float | None = Field(default=None, ge=0, le=1, exclude_if=lambda v: v is None)
+    #: ARX metrics only: geometric_mean, arithmetic_mean, sum or max over the attributes
+    aggregate: Literal["geometric_mean", "arithmetic_mean", "sum", "max"] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+    #: ARX metrics only: per quasi-identifier weight >= 0 (scaled so the largest is 1)
+    attribute_weights: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+    #: arx_entropy only: ignore suppression (true, ARX's monotonic variant) or charge it
+    monotonic: bool | None = Field(default=None, exclude_if=lambda value: value is None)
     strict: bool | None = None
     # The options below are left out of the dump when unset, so that policies written before
     # they existed keep their fingerprints (and release ids).
@@ -700,7 +728,21 @@ class AlgorithmSpec(_Strict):
                 raise ValueError(f"'release_tiers' must not repeat a tier: {self.release_tiers}")
         if self.strict is not None and self.name is not Algorithm.MONDRIAN:
             raise ValueError(f"'strict' applies to mondrian only, not {self.name}")
+        if any(v is not None for v in self.metric_options.values()):
+            from privgate.core.metrics import make_metric  # numpy: only when options are set
+
+            make_metric(self.metric or "loss", **self.metric_options)
         return self
+
+    @property
+    def metric_options(self) -> dict[str, Any]:
+        """The metric's options as :func:`privgate.core.metrics.make_metric` takes them."""
+        return {
+            "gs_factor": self.gs_factor,
+            "aggregate": self.aggregate,
+            "weights": self.attribute_weights,
+            "monotonic": self.monotonic,
+        }
 
 
 class OutputSpec(_Strict):
@@ -1025,6 +1067,7 @@ class ReleasePolicy(_Strict):
                 "'differential_privacy' (a differentially private release)"
             )
         self._check_ranking()
+        self._check_metric()
         self._check_history()
         self._check_attacks()
         self._check_differential_privacy()
@@ -1035,6 +1078,30 @@ class ReleasePolicy(_Strict):
             self._check_privacy_columns(self.privacy)
         self._check_missing_supported()
         return self
+
+    def _check_metric(self) -> None:
+        """Attribute weights name quasi-identifiers; ``arx_loss`` needs listed domains."""
+        spec = self.algorithm
+        unknown = sorted(set(spec.attribute_weights or {}) - set(self.quasi_identifiers))
+        if unknown:
+            raise ValueError(
+                f"algorithm.attribute_weights: {', '.join(map(repr, unknown))} is not a "
+                f"quasi-identifier (they are {', '.join(self.quasi_identifiers)})"
+            )
+        if spec.metric == "arx_loss":
+            for name in self.quasi_identifiers:
+                kind = getattr(self.columns[name].hierarchy, "kind", None)
+                if kind not in ("arx", "taxonomy"):
+                    raise ValueError(
+                        f"algorithm.metric 'arx_loss' measures a column against its "
+                        f"hierarchy's list of values, and column {name!r} has "
+                        + (
+                            f"a hierarchy of kind {kind!r}, which lists none"
+                            if kind
+                            else "no hierarchy"
+                        )
+                        + "; use metric 'loss' (the data's values) or an 'arx'/'taxonomy' one"
+                    )
 
     def _check_missing_supported(self) -> None:
         """Refuse, by column, a nullable quasi-identifier the chosen algorithm cannot place."""

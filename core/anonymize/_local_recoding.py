@@ -95,7 +95,7 @@ class LocalRecoding(AnonymizationAlgorithm):
 
     @classmethod
     def from_setup(cls, setup: SearchSetup) -> LocalRecoding:
-        return cls(setup.models, setup.suppression_limit, metric=setup.metric)
+        return cls(setup.models, setup.suppression_limit, metric=setup.search_metric())
 
     def anonymize(self, data: SearchInput) -> AnonymizationResult:
         if data.persons is not None:

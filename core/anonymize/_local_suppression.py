@@ -79,7 +79,7 @@ class LocalSuppression(AnonymizationAlgorithm):
 
     @classmethod
     def from_setup(cls, setup: SearchSetup) -> LocalSuppression:
-        return cls(setup.models, setup.suppression_limit, metric=setup.metric)
+        return cls(setup.models, setup.suppression_limit, metric=setup.search_metric())
 
     def _satisfied(self, data: SearchInput, rows: np.ndarray, class_ids: np.ndarray, n: int):
         encoded = data.encoded

@@ -105,7 +105,7 @@ class OptimalLattice(FullDomainAlgorithm):
 
     @classmethod
     def from_setup(cls, setup: SearchSetup) -> OptimalLattice:
-        return cls(setup.models, setup.suppression_limit, metric=setup.metric)
+        return cls(setup.models, setup.suppression_limit, metric=setup.search_metric())
 
     def anonymize(self, data: SearchInput) -> AnonymizationResult:
         """The contract's search; with a person key, classes are counted in persons."""

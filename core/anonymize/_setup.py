@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.hierarchy import Hierarchy, hierarchies_for, sensitive_hierarchies_for
+from privgate.core.metrics import LossMetric, make_metric
 from privgate.core.policy import Algorithm, ReleasePolicy
 from privgate.core.privacy import (
     KAnonymity,
@@ -79,6 +80,9 @@ class SearchSetup:
         Direct identifiers: never released (the gate blocks a release that holds one).
     metric : str, default="loss"
         The optimal search's objective.
+    metric_options : tuple of (str, object) pairs
+        The objective's options (ARX's gs-factor, aggregate, attribute weights, monotonic),
+        as :func:`privgate.core.metrics.make_metric` takes them.
     strict : bool, default=True
         Mondrian's strict (or relaxed) median partitioning.
     release_tiers : tuple of int or None
@@ -100,6 +104,7 @@ class SearchSetup:
     released_columns: tuple[str, ...]
     identifiers: tuple[str, ...] = ()
     metric: MetricName = "loss"
+    metric_options: tuple[tuple[str, object], ...] = ()
     strict: bool = True
     release_tiers: tuple[int, ...] | None = None
     accept_narrower_coverage: bool = False
@@ -141,12 +146,20 @@ class SearchSetup:
             released_columns=tuple(policy.released_columns),
             identifiers=tuple(policy.identifiers),
             metric=spec.metric or "loss",
+            metric_options=tuple(
+                (key, value) for key, value in spec.metric_options.items() if value is not None
+            ),
             strict=True if spec.strict is None else spec.strict,
             release_tiers=tuple(spec.release_tiers) if spec.release_tiers else None,
             accept_narrower_coverage=bool(spec.accept_narrower_coverage),
             person_key=policy.privacy.person_key,
             output_format=policy.output.format,
         )
+
+    def search_metric(self) -> LossMetric:
+        """A fresh instance of the search's objective, with its options."""
+        options = {key: value for key, value in self.metric_options}
+        return make_metric(self.metric, **options)
 
     @property
     def k(self) -> int:

@@ -10,6 +10,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from privgate.core.metrics._arx import (
+    AGGREGATES,
+    ArxAverageClassSize,
+    ArxEntropy,
+    ArxLoss,
+    DiscernibilityStar,
+    gs_factors,
+)
 from privgate.core.metrics._base import DecomposableMetric, LossMetric
 from privgate.core.metrics._class_metrics import AverageClassSize, Discernibility
 from privgate.core.metrics._entropy import NonUniformEntropy
@@ -31,7 +39,13 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "AGGREGATES",
+    "ARX_METRICS",
     "METRICS",
+    "ArxAverageClassSize",
+    "ArxEntropy",
+    "ArxLoss",
+    "DiscernibilityStar",
     "AverageClassSize",
     "DecomposableMetric",
     "Discernibility",
@@ -41,6 +55,7 @@ __all__ = [
     "PrecisionLoss",
     "attribute_loss",
     "granularity",
+    "gs_factors",
     "make_metric",
     "precision",
     "table_loss",
@@ -48,15 +63,49 @@ __all__ = [
 
 METRICS: dict[str, type[LossMetric]] = {
     cls.name: cls
-    for cls in (Loss, PrecisionLoss, Discernibility, AverageClassSize, NonUniformEntropy)
+    for cls in (
+        Loss,
+        PrecisionLoss,
+        Discernibility,
+        AverageClassSize,
+        NonUniformEntropy,
+        ArxLoss,
+        ArxEntropy,
+        ArxAverageClassSize,
+        DiscernibilityStar,
+    )
+}
+
+#: Which options each metric takes (ARX's gs-factor, aggregate function, attribute weights,
+#: and the entropy's monotonic variant); the others take none.
+ARX_METRICS: dict[str, frozenset[str]] = {
+    "arx_loss": frozenset({"gs_factor", "aggregate", "weights"}),
+    "arx_entropy": frozenset({"gs_factor", "aggregate", "weights", "monotonic"}),
+    "arx_average_class_size": frozenset({"gs_factor"}),
 }
 
 
-def make_metric(name: str) -> LossMetric:
-    """A fresh metric by its name: loss, precision, discernibility, average_class_size, entropy."""
+def make_metric(name: str, **options: object) -> LossMetric:
+    """A fresh metric by its name (see :data:`METRICS`), with its options.
+
+    Parameters
+    ----------
+    name : str
+        loss, precision, discernibility, average_class_size, entropy (privgate's definitions,
+        over the data's domain), or arx_loss, arx_entropy, arx_average_class_size,
+        discernibility_star (ARX's definitions, see :mod:`privgate.core.metrics._arx`).
+    **options
+        ``gs_factor``, ``aggregate``, ``weights`` (by column), ``monotonic``: only for the
+        metrics of :data:`ARX_METRICS` that take them; ``None`` values are ignored.
+    """
     try:
-        return METRICS[name]()
+        cls = METRICS[name]
     except KeyError:
         raise ValueError(
             f"The 'metric' parameter must be one of {sorted(METRICS)}. Got {name!r} instead."
         ) from None
+    given = {key: value for key, value in options.items() if value is not None}
+    refused = sorted(set(given) - ARX_METRICS.get(name, frozenset()))
+    if refused:
+        raise ValueError(f"metric {name!r} takes no option {', '.join(map(repr, refused))}")
+    return cls(**given)

@@ -13,10 +13,14 @@ class Loss(DecomposableMetric):
     A cell generalized to a value that stands for ``m`` of the attribute's ``M`` domain values
     loses ``(m - 1) / (M - 1)``: 0 for the original value, 1 for ``*``. A suppressed record
     loses 1 on every attribute. For numbers generalized to intervals this is the interval's
-    share of the domain. ``granularity = 1 - loss`` is what ARX reports.
+    share of the domain. ``granularity = 1 - loss``.
 
-    V. Iyengar, "Transforming data to satisfy privacy constraints", KDD 2002; ARX's "Loss"
-    metric (Prasser, Kohlmayer et al.).
+    The domain is the *data's* distinct values (``EncodedColumn.domain_size``), and the
+    attributes are averaged arithmetically with a suppressed record charged in full. ARX's
+    "Loss" differs in all three (hierarchy domain, geometric mean, a generalization/suppression
+    factor): that one is :class:`~privgate.core.metrics.ArxLoss` (``arx_loss``).
+
+    V. Iyengar, "Transforming data to satisfy privacy constraints", KDD 2002.
     """
 
     name = "loss"
