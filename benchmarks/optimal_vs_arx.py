@@ -1208,8 +1208,9 @@ def section(rep: Report) -> str:
         f"`{_display_path(adult.path.parent)}/adult_hierarchy_<qi>.csv`. QIs and heights in "
         f"ARX's order (the order of every levels column): {heights}; {n_nodes} nodes.",
         f"Search: `OptimalLattice([KAnonymity(k)], limit, metric='loss')`, projection bounds of "
-        f"arity {BOUNDS_ARITY}. Loss = `details['loss']` (Iyengar/ARX loss, suppressed records "
-        "fully generalized), granularity = 1 - loss. Classes and the smallest class are counted "
+        f"arity {BOUNDS_ARITY}. Loss = `details['loss']` (Iyengar's loss over the data's "
+        "domain, privgate's `loss`, not ARX's `arx_loss`; suppressed records fully "
+        "generalized), granularity = 1 - loss. Classes and the smallest class are counted "
         "on the release from `apply_generalization` (every release checked k-anonymous within "
         "the limit).",
         f"One-off costs (not in the search column): read {1000 * adult.read_s:.0f} ms, "
