@@ -416,6 +416,12 @@ class LDiversitySpec(_Strict):
     variant: Literal["distinct", "entropy", "recursive"] = "distinct"
     l: int = Field(ge=2)  # noqa: E741 - the model's own name
     c: float | None = Field(default=None, gt=0)
+    #: entropy only: how a class's entropy is estimated, ``shannon`` (default, the plug-in
+    #: entropy) or ``grassberger`` (bias-corrected for small classes, as ARX offers; not
+    #: monotone, so the search cannot prune by it: slower)
+    estimator: Literal["shannon", "grassberger"] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
 
     @model_validator(mode="after")
     def _c_for_recursive(self) -> LDiversitySpec:
@@ -423,6 +429,8 @@ class LDiversitySpec(_Strict):
             raise ValueError("recursive (c,l)-diversity needs 'c'")
         if self.variant != "recursive" and self.c is not None:
             raise ValueError(f"'c' applies to recursive (c,l)-diversity only, not {self.variant}")
+        if self.estimator is not None and self.variant != "entropy":
+            raise ValueError(f"'estimator' applies to entropy l-diversity only, not {self.variant}")
         return self
 
 

@@ -21,6 +21,8 @@ from privgate.core.privacy._l_diversity import (
     EntropyLDiversity,
     RecursiveCLDiversity,
     class_entropies,
+    class_entropies_grassberger,
+    grassberger_g,
 )
 from privgate.core.privacy._likeness import BetaLikeness, likeness_gains
 from privgate.core.privacy._persons import (
@@ -73,6 +75,8 @@ __all__ = [
     "TCloseness",
     "class_distances",
     "class_entropies",
+    "class_entropies_grassberger",
+    "grassberger_g",
     "hierarchical_distances",
     "models_from_policy",
     "sensitive_columns",
@@ -124,7 +128,9 @@ def models_from_policy(
         if ld.variant == "distinct":
             models.append(DistinctLDiversity(column=ld.column, l=ld.l))
         elif ld.variant == "entropy":
-            models.append(EntropyLDiversity(column=ld.column, l=ld.l))
+            models.append(
+                EntropyLDiversity(column=ld.column, l=ld.l, estimator=ld.estimator or "shannon")
+            )
         else:
             models.append(RecursiveCLDiversity(column=ld.column, c=ld.c, l=ld.l))
     for tc in spec.t_closeness:

@@ -3,15 +3,18 @@
 A. Machanavajjhala, D. Kifer, J. Gehrke, M. Venkitasubramaniam, "l-diversity: privacy beyond
 k-anonymity", ACM TKDD 1(1), 2007. All three are monotone under generalization (merging two
 classes cannot lower the number of distinct values, the entropy's minimum, or break the
-recursive condition when both parts satisfy it).
+recursive condition when both parts satisfy it), except entropy l-diversity with the
+Grassberger estimator (see :class:`EntropyLDiversity`).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import math
+from functools import lru_cache
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from privgate.core.encoding import ClassStats
 from privgate.core.privacy._base import PrivacyModel
@@ -56,34 +59,105 @@ def class_entropies(hist: np.ndarray) -> np.ndarray:
     return -terms.sum(axis=1)
 
 
-class EntropyLDiversity(PrivacyModel):
-    """The entropy of ``column`` in every class is at least ``log(l)``.
+#: Euler-Mascheroni constant (Grassberger's G starts from -γ - ln 2).
+_EULER_GAMMA = 0.5772156649015329
 
-    The achieved level is ``exp(min entropy)``: the largest real ``l`` the table satisfies.
+
+@lru_cache(maxsize=8)
+def _grassberger_table(largest: int) -> np.ndarray:
+    """``G_n`` for ``n = 0..largest``: ``G_{2m} = G_{2m+1} = -γ - ln 2 + sum_{k<=m} 2/(2k-1)``."""
+    m = np.arange(largest // 2 + 1)
+    steps = np.concatenate([[0.0], np.cumsum(2.0 / (2.0 * m[1:] - 1.0))])
+    table = -_EULER_GAMMA - math.log(2.0) + steps[np.arange(largest + 1) // 2]
+    table[0] = 0.0  # an absent value contributes nothing (0 * G_0)
+    return table
+
+
+def grassberger_g(counts: np.ndarray) -> np.ndarray:
+    """Grassberger's substitute for ``ln n`` in the entropy estimate, elementwise.
+
+    P. Grassberger, "Entropy estimates from insufficient samplings", arXiv physics/0307138
+    (2003/2008), the ``G_n`` that ARX's ``EntropyLDiversity.EntropyEstimator.GRASSBERGER``
+    uses: ``G_{2m} = G_{2m+1} = -γ - ln 2 + sum_{k=1}^{m} 2 / (2k - 1)`` (exact, not ARX's
+    asymptotic series above 100).
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    largest = int(counts.max(initial=0))
+    table = _grassberger_table(1 << max(largest, 1).bit_length())  # reuse across sizes
+    return table[counts]
+
+
+def class_entropies_grassberger(hist: np.ndarray) -> np.ndarray:
+    """Grassberger's entropy estimate (nats) of each row: ``G(N) - sum_i n_i G(n_i) / N``.
+
+    Where the plug-in (Shannon) estimate of a small sample is biased low, this one corrects
+    it, so a class of a few records can reach a given ``l`` with fewer distinct values' worth
+    of evenness (Stammler, Katzenbeisser, Hamacher, "Correcting finite sampling issues in
+    entropy l-diversity", PSD 2016).
+    """
+    hist = np.asarray(hist, dtype=np.int64)
+    sizes = hist.sum(axis=1)
+    weighted = (hist * grassberger_g(hist)).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sizes > 0, grassberger_g(sizes) - weighted / np.maximum(sizes, 1), 0.0)
+
+
+class EntropyLDiversity(PrivacyModel):
+    """The entropy of ``column`` in every class is at least ``log(l)``, and (as in ARX) every
+    class holds at least ``ceil(l)`` distinct values.
+
+    ``estimator`` chooses how a class's entropy is estimated: ``shannon`` (the plug-in
+    entropy of the class's values, Machanavajjhala et al.'s definition) or ``grassberger``
+    (the bias-corrected estimate, ARX's ``EntropyEstimator.GRASSBERGER``). A class's level is
+    ``min(exp(entropy), distinct values)``; the achieved level is the smallest over classes,
+    the largest real ``l`` the table satisfies.
+
+    The Shannon version is monotone under generalization (merging classes cannot lower the
+    minimum entropy). The Grassberger version is not: classes ``{5, 5}`` and ``{3, 5}`` are
+    each Grassberger-2-diverse and their union ``{8, 10}`` is not (``G`` grows in steps), so
+    with it the search evaluates every node instead of pruning by monotonicity, and a node is
+    never assumed to hold because a finer one did. (ARX declares it monotone.)
     """
 
     monotonic_with_suppression: ClassVar[bool] = False
 
     column: str
     l: float = Field(ge=1)  # noqa: E741
+    estimator: Literal["shannon", "grassberger"] = "shannon"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _monotone_with_shannon(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {**data, "monotonic": data.get("estimator", "shannon") == "shannon"}
+        return data
+
+    def _class_levels(self, stats: ClassStats) -> np.ndarray:
+        hist = stats.histograms[self.column]
+        if self.estimator == "shannon":
+            entropy = class_entropies(hist)
+        else:
+            entropy = class_entropies_grassberger(hist)
+        distinct = (np.asarray(hist) > 0).sum(axis=1)
+        return np.minimum(np.exp(entropy), distinct)
 
     def satisfied_by(self, stats: ClassStats) -> np.ndarray:
-        h = class_entropies(stats.histograms[self.column])
-        return h >= np.log(self.l) - _ENTROPY_TOLERANCE
+        return self._class_levels(stats) >= self.l * (1 - _ENTROPY_TOLERANCE)
 
     def achieved(self, stats: ClassStats) -> float:
-        h = class_entropies(stats.histograms[self.column])
-        return float(np.exp(h.min())) if len(h) else float("inf")
+        levels = self._class_levels(stats)
+        return float(levels.min()) if len(levels) else float("inf")
 
     def holds(self, achieved: float) -> bool:
-        return np.log(achieved) >= np.log(self.l) - _ENTROPY_TOLERANCE
+        return achieved >= self.l * (1 - _ENTROPY_TOLERANCE)
 
     @property
     def min_class_size(self) -> int:
         return int(np.ceil(self.l - _ENTROPY_TOLERANCE))
 
     def __str__(self) -> str:
-        return f"entropy-{self.l:g}-diversity({self.column})"
+        prefix = "grassberger-" if self.estimator == "grassberger" else ""
+        return f"{prefix}entropy-{self.l:g}-diversity({self.column})"
 
 
 class RecursiveCLDiversity(PrivacyModel):
