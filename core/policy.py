@@ -636,6 +636,10 @@ class Algorithm(StrEnum):
     """Anonymization algorithms selectable in a policy."""
 
     OPTIMAL = "optimal"  #: optimal full-domain generalization (least loss), global recoding
+    #: full-domain generalization by a budgeted search (greedy climbs, local descent,
+    #: best-first) for wide tables whose lattice the optimal search cannot list; exact below
+    #: 50,000 nodes
+    HEURISTIC = "heuristic"
     MONDRIAN = "mondrian"  #: multidimensional local recoding, no suppression
     DATAFLY = "datafly"
     MULTI_ATTRIBUTE_DATAFLY = "multi_attribute_datafly"
@@ -657,7 +661,18 @@ RANKED_ALGORITHMS = frozenset({Algorithm.RFKA, Algorithm.TIERED})
 
 
 #: Algorithms that count each class's population (k-map and δ-presence with a table).
-POPULATION_ALGORITHMS = frozenset({Algorithm.OPTIMAL, Algorithm.DATAFLY})
+POPULATION_ALGORITHMS = frozenset({Algorithm.OPTIMAL, Algorithm.HEURISTIC, Algorithm.DATAFLY})
+
+#: Algorithms whose search minimizes ``algorithm.metric``.
+METRIC_ALGORITHMS = frozenset(
+    {
+        Algorithm.OPTIMAL,
+        Algorithm.HEURISTIC,
+        Algorithm.TIERED,
+        Algorithm.LOCAL_RECODING,
+        Algorithm.LOCAL_SUPPRESSION,
+    }
+)
 
 
 MetricName = Literal[
@@ -684,7 +699,8 @@ class AlgorithmSpec(_Strict):
     against suppression, default 0.5), ``aggregate`` (how attributes combine) and
     ``attribute_weights`` (a larger weight keeps that column finer); ``arx_entropy`` also takes
     ``monotonic`` (true: suppression ignored, ARX's default). ``strict`` (mondrian only)
-    chooses strict or relaxed median partitioning.
+    chooses strict or relaxed median partitioning. ``max_evaluations`` (heuristic only) is the
+    number of node evaluations its search may spend after its greedy climbs (default 3000).
     """
 
     name: Algorithm = Algorithm.OPTIMAL
@@ -702,6 +718,8 @@ class AlgorithmSpec(_Strict):
     #: arx_entropy only: ignore suppression (true, ARX's monotonic variant) or charge it
     monotonic: bool | None = Field(default=None, exclude_if=lambda value: value is None)
     strict: bool | None = None
+    #: heuristic only: node evaluations allowed after its greedy climbs (default 3000)
+    max_evaluations: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
     # The options below are left out of the dump when unset, so that policies written before
     # they existed keep their fingerprints (and release ids).
     #: tiered only: which tiered releases E to publish (default: the last tier, which covers
@@ -717,14 +735,15 @@ class AlgorithmSpec(_Strict):
 
     @model_validator(mode="after")
     def _options_fit(self) -> AlgorithmSpec:
-        if self.metric is not None and self.name not in (
-            Algorithm.OPTIMAL,
-            Algorithm.TIERED,
-            Algorithm.LOCAL_RECODING,
-            Algorithm.LOCAL_SUPPRESSION,
-        ):
+        if self.metric is not None and self.name not in METRIC_ALGORITHMS:
             raise ValueError(
-                f"'metric' applies to the optimal and tiered algorithms only, not {self.name}"
+                "'metric' applies to the "
+                + ", ".join(sorted(METRIC_ALGORITHMS))
+                + f" algorithms only, not {self.name}"
+            )
+        if self.max_evaluations is not None and self.name is not Algorithm.HEURISTIC:
+            raise ValueError(
+                f"'max_evaluations' applies to the heuristic algorithm only, not {self.name}"
             )
         for key in ("release_tiers", "accept_narrower_coverage"):
             if getattr(self, key) is not None and self.name is not Algorithm.TIERED:
@@ -1210,10 +1229,10 @@ class ReleasePolicy(_Strict):
                 "privacy.risk.suppress: suppression_limit is 0, so no record may be suppressed; "
                 "set privacy.suppression_limit (e.g. 0.02)"
             )
-        if self.algorithm.name is not Algorithm.OPTIMAL:
+        if self.algorithm.name not in (Algorithm.OPTIMAL, Algorithm.HEURISTIC):
             raise ValueError(
                 f"privacy.risk.suppress: algorithm {self.algorithm.name.value!r} does not "
-                "suppress records to meet a risk limit; use algorithm 'optimal'"
+                "suppress records to meet a risk limit; use algorithm 'optimal' or 'heuristic'"
             )
 
     def _check_privacy_columns(self, privacy: PrivacySpec) -> None:

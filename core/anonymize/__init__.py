@@ -8,6 +8,7 @@ builds the one a setup names.
 
 ============================  ===========================================================
 ``optimal``                   :class:`OptimalLattice`: least-loss full-domain generalization
+``heuristic``                 :class:`HeuristicLattice`: budgeted search for wide tables
 ``datafly``                   :class:`Datafly`: Sweeney's greedy full-domain generalization
 ``multi_attribute_datafly``   :class:`MultiAttributeDatafly`: Datafly, ties by skew
 ``mondrian``                  :class:`Mondrian`: multidimensional local recoding
@@ -63,6 +64,7 @@ __all__ = [
     "LocalRecoding",
     "LocalSuppression",
     "Generalization",
+    "HeuristicLattice",
     "Mondrian",
     "NodeChecker",
     "MondrianResult",
@@ -97,6 +99,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from privgate.core.anonymize._hamdist import binarize, greedy_hamdist_select
+    from privgate.core.anonymize._heuristic import HeuristicLattice
     from privgate.core.anonymize._local_recoding import LocalRecoding
     from privgate.core.anonymize._local_suppression import LocalSuppression
     from privgate.core.anonymize._mondrian import Mondrian, MondrianResult
@@ -113,6 +116,7 @@ if TYPE_CHECKING:
 #: ``privgate anonymize`` starts without paying for pandas' import (~0.9 s).
 ALGORITHMS: dict[Algorithm, str] = {
     Algorithm.OPTIMAL: "privgate.core.anonymize._optimal:OptimalLattice",
+    Algorithm.HEURISTIC: "privgate.core.anonymize._heuristic:HeuristicLattice",
     Algorithm.DATAFLY: "privgate.core.anonymize._datafly:Datafly",
     Algorithm.MULTI_ATTRIBUTE_DATAFLY: "privgate.core.anonymize._datafly:MultiAttributeDatafly",
     Algorithm.MONDRIAN: "privgate.core.anonymize._mondrian:Mondrian",
@@ -123,6 +127,7 @@ ALGORITHMS: dict[Algorithm, str] = {
 }
 
 _LAZY = {
+    "HeuristicLattice": "privgate.core.anonymize._heuristic",
     "binarize": "privgate.core.anonymize._hamdist",
     "greedy_hamdist_select": "privgate.core.anonymize._hamdist",
     "Mondrian": "privgate.core.anonymize._mondrian",

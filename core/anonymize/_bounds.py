@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -93,4 +94,30 @@ class ProjectionBounds:
         for attrs, shape, first, last in self._projections:
             per_levels = small[first:last].reshape(shape)
             np.maximum(bound, per_levels[tuple(nodes[:, a] for a in attrs)], out=bound)
+        return bound
+
+    def for_size(self, min_class_size: int) -> Callable[[np.ndarray], np.ndarray]:
+        """:meth:`suppressed_at_least` for one ``min_class_size``, prepared once: a function of
+        a few nodes (rows of an array), for a search that asks about a handful of nodes at a
+        time instead of the whole lattice at once."""
+        if min_class_size <= 1 or not self._projections:
+            return lambda nodes: np.zeros(len(np.atleast_2d(nodes)), dtype=np.int64)
+        combos = np.arange(len(self._starts), dtype=np.float64)
+        ends = np.searchsorted(self._keys, combos * self._scale + min_class_size, side="left")
+        small = (self._cumulative[ends] - self._cumulative[self._starts]).astype(np.int64)
+        attrs = np.array([a for a, _, _, _ in self._projections], dtype=np.int64)
+        strides = np.array(
+            [
+                [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+                for _, shape, _, _ in self._projections
+            ],
+            dtype=np.int64,
+        )
+        offsets = np.array([first for _, _, first, _ in self._projections], dtype=np.int64)
+
+        def bound(nodes: np.ndarray) -> np.ndarray:
+            nodes = np.atleast_2d(np.asarray(nodes, dtype=np.int64))
+            index = offsets + (nodes[:, attrs] * strides).sum(axis=2)
+            return small[index].max(axis=1)
+
         return bound

@@ -17,15 +17,16 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 
 import numpy as np
 
 from privgate.core.anonymize._population import population_index, with_population_counts
 from privgate.core.encoding import ClassStats, FrequencySet
+from privgate.core.exceptions import AnonymizationError
 from privgate.core.privacy import PrivacyModel, suppress_to_meet
 
-__all__ = ["ClassTable", "Lattice", "NodeChecker", "NodeOutcome"]
+__all__ = ["MAX_LISTED", "ClassTable", "Lattice", "NodeChecker", "NodeOutcome"]
 
 
 def _group(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -64,8 +65,17 @@ def _decode(keys: np.ndarray, radices: Sequence[int]) -> tuple[np.ndarray, ...]:
     return tuple(reversed(out))
 
 
+#: The most nodes :attr:`Lattice.nodes` lists (5 million nodes x 30 levels is 1.2 GB): a
+#: larger lattice is searched by the heuristic, which never lists it.
+MAX_LISTED = 5_000_000
+
+
 class Lattice:
     """All generalization nodes of a set of hierarchies, with their order.
+
+    The nodes are listed on first use only: a wide table's lattice (30 quasi-identifiers with
+    three levels each has 3^30 nodes) cannot be listed, but its size, order and index can still
+    be used by a search that visits a few nodes (see the ``heuristic`` algorithm).
 
     Parameters
     ----------
@@ -75,14 +85,36 @@ class Lattice:
 
     def __init__(self, heights: Sequence[int]) -> None:
         self.heights = np.asarray(heights, dtype=np.int64)
-        shape = tuple(int(h) + 1 for h in self.heights)
-        self.nodes = np.indices(shape, dtype=np.int64).reshape(len(shape), -1).T.copy()
         self._strides = np.ones(len(self.heights), dtype=np.int64)
         for j in range(len(self.heights) - 2, -1, -1):
             self._strides[j] = self._strides[j + 1] * (self.heights[j + 1] + 1)
 
+    @property
+    def size(self) -> int:
+        """How many nodes the lattice has: the product of (height + 1), never listed."""
+        return math.prod(int(h) + 1 for h in self.heights)
+
+    @cached_property
+    def nodes(self) -> np.ndarray:
+        """Every node, shape (size, n_quasi_identifiers), in index order.
+
+        Raises
+        ------
+        AnonymizationError
+            The lattice has more than :data:`MAX_LISTED` nodes.
+        """
+        if self.size > MAX_LISTED:
+            raise AnonymizationError(
+                f"the generalization lattice has {self.size:,} nodes ({len(self.heights)} "
+                f"quasi-identifiers), more than the {MAX_LISTED:,} an exact search lists; use "
+                "algorithm 'heuristic' (algorithm.name: heuristic), which searches it without "
+                "listing it"
+            )
+        shape = tuple(int(h) + 1 for h in self.heights)
+        return np.indices(shape, dtype=np.int64).reshape(len(shape), -1).T.copy()
+
     def __len__(self) -> int:
-        return len(self.nodes)
+        return self.size
 
     def index(self, node: Sequence[int]) -> int:
         """Position of ``node`` in :attr:`nodes` (mixed-radix number of its levels)."""
@@ -146,6 +178,10 @@ class NodeChecker:
     suppression_limit : float
     cache_size : int, default=48
         How many evaluated class tables are kept as roll-up sources.
+    remember : bool, default=True
+        Keep every outcome (with its class table) for :meth:`known`. A search that evaluates
+        thousands of nodes of a wide table keeps its own verdicts instead: the class tables
+        would hold gigabytes.
     """
 
     def __init__(
@@ -154,6 +190,7 @@ class NodeChecker:
         models: Sequence[PrivacyModel],
         suppression_limit: float,
         cache_size: int = 48,
+        remember: bool = True,
     ) -> None:
         table = freq.table
         self.freq = freq
@@ -185,6 +222,7 @@ class NodeChecker:
         self._last: tuple[int, ...] | None = None
         self._bottom = bottom
         self._outcomes: dict[tuple[int, ...], NodeOutcome] = {}
+        self._remember = remember
         self._population = population_index(freq, self.models)
 
     # --- set-up -------------------------------------------------------------------------
@@ -352,7 +390,8 @@ class NodeChecker:
                     failing = ~ok
                     outliers = int(table.sizes[failing].sum())
         outcome = NodeOutcome(node, satisfied, outliers, table, failing)
-        self._outcomes[node] = outcome
+        if self._remember:
+            self._outcomes[node] = outcome
         return outcome
 
     def known(self, node: Sequence[int]) -> NodeOutcome | None:

@@ -93,6 +93,8 @@ class SearchSetup:
     person_key : str or None
         The column naming the individual when a table holds several records per person
         (issue #16); ``None``: every record is a different person.
+    max_evaluations : int, default=3000
+        The heuristic search's node evaluations after its greedy climbs.
     """
 
     algorithm: Algorithm
@@ -111,6 +113,7 @@ class SearchSetup:
     person_key: str | None = None
     #: The release's file format (``csv`` or ``parquet``): how the gate reads values back.
     output_format: str = "csv"
+    max_evaluations: int = 3000
 
     @classmethod
     def from_policy(
@@ -154,6 +157,7 @@ class SearchSetup:
             accept_narrower_coverage=bool(spec.accept_narrower_coverage),
             person_key=policy.privacy.person_key,
             output_format=policy.output.format,
+            max_evaluations=spec.max_evaluations or 3000,
         )
 
     def search_metric(self) -> LossMetric:

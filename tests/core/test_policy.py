@@ -251,6 +251,24 @@ BAD_POLICIES: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = 
         ["release_tiers", "tiered algorithm only"],
     ),
     (
+        "max_evaluations on the optimal algorithm",
+        lambda d: d.update(algorithm={"name": "optimal", "max_evaluations": 100}),
+        ["max_evaluations", "heuristic algorithm only, not optimal"],
+    ),
+    (
+        "max_evaluations below one",
+        lambda d: d.update(algorithm={"name": "heuristic", "max_evaluations": 0}),
+        ["algorithm.max_evaluations"],
+    ),
+    (
+        "heuristic with a person key",
+        lambda d: (
+            d.update(algorithm={"name": "heuristic"}),
+            d["privacy"].update(person_key="person_id"),
+        ),
+        ["privacy.person_key", "'heuristic' counts records"],
+    ),
+    (
         "release tier above the tiers found",
         lambda d: d.update(
             algorithm={"name": "tiered", "release_tiers": [6]}, ranking={"target": "disease"}
@@ -454,3 +472,26 @@ def test_history_check_is_refused_while_the_flow_does_not_enforce_it():
         ReleasePolicy.model_validate(data)
     data["history"] = {"check": False, "key": "person_id"}
     assert ReleasePolicy.model_validate(data).history_key is None
+
+
+def test_the_heuristic_takes_a_metric_and_an_evaluation_budget() -> None:
+    """``algorithm.name: heuristic`` with a metric and ``max_evaluations`` reach the search
+    setup; without them the budget is 3000 and the policy's dump (its fingerprint) is
+    unchanged for every other algorithm."""
+    from privgate.core.anonymize import SearchSetup
+    from privgate.core.policy import METRIC_ALGORITHMS, POPULATION_ALGORITHMS, Algorithm
+
+    data = copy.deepcopy(BASE)
+    data["algorithm"] = {"name": "heuristic", "metric": "precision", "max_evaluations": 250}
+    policy = ReleasePolicy.model_validate(data)
+    assert policy.algorithm.name is Algorithm.HEURISTIC
+    assert policy.algorithm.max_evaluations == 250
+    assert Algorithm.HEURISTIC in METRIC_ALGORITHMS and Algorithm.HEURISTIC in POPULATION_ALGORITHMS
+    setup = SearchSetup.from_policy(policy, {q: None for q in policy.quasi_identifiers})
+    assert (setup.max_evaluations, setup.metric) == (250, "precision")
+    data["algorithm"] = {"name": "heuristic"}
+    default = SearchSetup.from_policy(
+        ReleasePolicy.model_validate(data), {q: None for q in policy.quasi_identifiers}
+    )
+    assert default.max_evaluations == 3000
+    assert "max_evaluations" not in ReleasePolicy.model_validate(BASE).model_dump()["algorithm"]

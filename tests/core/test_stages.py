@@ -38,6 +38,8 @@ CASES: dict[str, dict] = {
                         "privacy.suppression_limit": 0.0},
     "mondrian-relaxed": {"algorithm": {"name": "mondrian", "strict": False},
                          "privacy.suppression_limit": 0.0},
+    # Adult's lattice (6,480 nodes) is below the heuristic's exact_below: it runs exact
+    "heuristic": {"algorithm": {"name": "heuristic", "max_evaluations": 500}},
     "datafly": {"algorithm": {"name": "datafly"}},
     "multi_attribute_datafly": {"algorithm": {"name": "multi_attribute_datafly"}},
 }  # fmt: skip
@@ -132,6 +134,13 @@ def test_an_attribute_weight_keeps_that_column_finer(runs) -> None:
     unweighted = runs["optimal-loss"][1].result.levels["age"]
     weighted = runs["optimal-arx_loss-weighted"][1].result.levels["age"]
     assert (unweighted, weighted) == (3, 1)
+
+
+def test_the_heuristic_on_a_small_lattice_is_the_exact_optimum(runs) -> None:
+    heuristic = runs["heuristic"][1]
+    assert heuristic.result.details["mode"] == "exact"
+    assert heuristic.result.levels == runs["optimal-loss"][1].result.levels
+    assert heuristic.metrics["loss"] == runs["optimal-loss"][1].metrics["loss"]
 
 
 def test_optimal_loss_is_no_worse_than_the_greedy_algorithms(runs) -> None:
