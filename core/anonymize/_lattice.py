@@ -310,11 +310,19 @@ class NodeChecker:
             else:
                 first, inverse = _group(key)
                 class_codes = tuple(col[first] for col in codes)
-        else:  # the mixed-radix key would overflow: group the code rows directly
-            _, first, inverse = np.unique(
-                np.column_stack(codes), axis=0, return_index=True, return_inverse=True
-            )
-            inverse = inverse.reshape(-1)
+        else:
+            # The mixed-radix key would overflow (a wide table): fold the columns in one at a
+            # time and renumber the partial key densely (its distinct values, in order) before
+            # it would overflow. Much faster than grouping the code rows with np.unique.
+            key = codes[0].astype(np.int64)
+            partial_space = radices[0]
+            for col, radix in zip(codes[1:], radices[1:], strict=True):
+                if partial_space * radix >= 2**62:
+                    present, key = _group(key)
+                    partial_space = len(present)
+                key = key * radix + col
+                partial_space *= radix
+            first, inverse = _group(key)
             class_codes = tuple(col[first] for col in codes)
         n_classes = len(class_codes[0]) if class_codes else 1
         sizes = np.bincount(inverse, weights=src.sizes, minlength=n_classes).astype(np.int64)
