@@ -1,0 +1,264 @@
+"""Wide tables: the heuristic search against the exact optimum, Datafly and Mondrian (issue 18).
+
+Two measurements, each side by side in one process on the same data:
+
+1. **Adult, 8 quasi-identifiers** (ARX's ``adult.csv``, 30,162 records, ARX's hierarchies,
+   6,480 nodes): the heuristic forced into its heuristic mode (``exact_below=0``) against the
+   exact optimal search, k in {2, 5, 10, 50, 100, 200} x suppression {0 %, 2 %}: the loss
+   each finds, the heuristic's node evaluations, and the median search time of both on the
+   same frequency set (the ratio is what counts).
+2. **A synthetic 30-quasi-identifier table** (``privgate.core.wide_data``, 3,000 rows, seed
+   fixed, 3^30 nodes; the optimal search refuses it): heuristic, Datafly and strict Mondrian
+   through the algorithm contract at the same k and suppression limit (Mondrian never
+   suppresses), each release measured by ``table_loss`` (0 = original, 1 = all ``*`` or
+   suppressed; the same measure for global and local recoding), wall time and Python peak
+   memory (``tracemalloc``, in a separate run from the timing).
+
+Nothing is tuned to the result: the reading states what holds and what does not.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/wide_tables.py            # print the section
+    .venv/bin/python benchmarks/wide_tables.py --write    # also update BENCHMARKS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+import tracemalloc
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+from _markdown import upsert_section  # script dir
+
+from privgate.core.anonymize import (
+    HeuristicLattice,
+    OptimalLattice,
+    SearchInput,
+    SearchSetup,
+    make_algorithm,
+    release_table,
+)
+from privgate.core.encoding import encode_table
+from privgate.core.hierarchy import ARXHierarchy
+from privgate.core.metrics import table_loss
+from privgate.core.policy import Algorithm
+from privgate.core.privacy import KAnonymity
+from privgate.core.wide_data import (
+    WIDE_TARGET,
+    generate_wide_table,
+    wide_attributes,
+    wide_hierarchies,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO_ROOT / ".." / "shared" / "data"
+BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
+HEADING = "## Wide tables: the heuristic search vs the optimum, Datafly and Mondrian (issue 18)"
+
+ADULT_QIS = ("sex", "age", "race", "marital-status", "education", "native-country",
+             "workclass", "occupation")  # fmt: skip
+ADULT_KS = (2, 5, 10, 50, 100, 200)
+LIMITS = (0.0, 0.02)
+WIDE_ROWS = 3000
+WIDE_KS = (2, 5, 10)
+WIDE_LIMIT = 0.02
+WIDE_ALGORITHMS = (Algorithm.HEURISTIC, Algorithm.DATAFLY, Algorithm.MONDRIAN)
+
+
+def _median_seconds(run, repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        out = run()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), out
+
+
+def adult_rows(data: Path, repeats: int) -> list[dict]:
+    """Section 1: heuristic mode vs the exact optimum on Adult."""
+    frame = pd.read_csv(data / "arx" / "adult.csv", sep=";", dtype=str)
+    hierarchies = {
+        q: ARXHierarchy.from_csv(q, data / "arx" / f"adult_hierarchy_{q}.csv") for q in ADULT_QIS
+    }
+    freq = encode_table(frame, hierarchies, ["salary-class"]).frequency_set()
+    OptimalLattice([KAnonymity(k=5)], 0.02).search(freq)  # projection bounds built once
+    rows = []
+    for k in ADULT_KS:
+        for limit in LIMITS:
+            models = [KAnonymity(k=k)]
+            t_opt, optimum = _median_seconds(
+                lambda m=models, lim=limit: OptimalLattice(m, lim).search(freq), repeats
+            )
+            t_heu, found = _median_seconds(
+                lambda m=models, lim=limit: HeuristicLattice(m, lim, exact_below=0).search(freq),
+                repeats,
+            )
+            rows.append(
+                {
+                    "k": k,
+                    "limit": limit,
+                    "optimal_loss": optimum.details["loss"],
+                    "heuristic_loss": found.details["loss"],
+                    "gap": found.details["loss"] / optimum.details["loss"] - 1,
+                    "evaluations": found.details["evaluated"],
+                    "climb_evaluations": found.details["climb_evaluations"],
+                    "optimal_evaluations": optimum.details["evaluated"],
+                    "optimal_ms": 1000 * t_opt,
+                    "heuristic_ms": 1000 * t_heu,
+                }
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
+def _wide_setup(algorithm: Algorithm, k: int, qis: list[str], hierarchies: dict) -> SearchSetup:
+    return SearchSetup(
+        algorithm=algorithm,
+        quasi_identifiers=tuple(qis),
+        hierarchies=hierarchies,
+        models=(KAnonymity(k=k),),
+        numeric=frozenset(),
+        suppression_limit=0.0 if algorithm is Algorithm.MONDRIAN else WIDE_LIMIT,
+        released_columns=(*qis, WIDE_TARGET),
+    )
+
+
+def wide_rows() -> list[dict]:
+    """Section 2: heuristic vs Datafly vs Mondrian on the 30-QI synthetic table."""
+    frame = generate_wide_table(WIDE_ROWS)
+    hierarchies = wide_hierarchies()
+    qis = wide_attributes()
+    rows = []
+    for k in WIDE_KS:
+        for algorithm in WIDE_ALGORITHMS:
+            setup = _wide_setup(algorithm, k, qis, hierarchies)
+
+            def run(setup=setup):
+                data = SearchInput.prepare(frame, setup)
+                result = make_algorithm(setup).anonymize(data)
+                return result, release_table(frame, result, setup.released_columns)
+
+            seconds, (result, release) = _median_seconds(run, 1)
+            tracemalloc.start()
+            run()
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            loss = table_loss(frame[qis], release[qis], hierarchies, set())
+            rows.append(
+                {
+                    "k": k,
+                    "algorithm": algorithm.value,
+                    "loss": loss["total"],
+                    "suppressed": loss["n_suppressed"],
+                    "seconds": seconds,
+                    "peak_mib": peak / 2**20,
+                    "evaluations": result.details.get("evaluated"),
+                    "budget_exhausted": result.details.get("budget_exhausted"),
+                }
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
+def render(adult: list[dict], wide: list[dict], context: dict) -> str:
+    lines = [HEADING, ""]
+    lines += [
+        f"Measured {context['date']} on {context['machine']}; load average "
+        f"{context['load_before']} before, {context['load_after']} after (the machine is "
+        "shared with other engineers' test runs: times are noisy, ratios within one run count).",
+        "",
+        f"Command: `{context['command']}`",
+        "",
+        "### Adult, 8 quasi-identifiers: heuristic mode (`exact_below=0`) vs the exact optimum",
+        "",
+        "| k | limit | optimal loss | heuristic loss | gap | heuristic evaluations (climbs) "
+        "| optimal evaluations | optimal ms | heuristic ms | time ratio |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in adult:
+        lines.append(
+            f"| {r['k']} | {r['limit']:.0%} | {r['optimal_loss']:.5f} | "
+            f"{r['heuristic_loss']:.5f} | {100 * r['gap']:+.2f} % | {r['evaluations']} "
+            f"({r['climb_evaluations']}) | {r['optimal_evaluations']} | {r['optimal_ms']:.0f} | "
+            f"{r['heuristic_ms']:.0f} | {r['heuristic_ms'] / r['optimal_ms']:.1f}x |"
+        )
+    within = sum(r["gap"] <= 0.01 for r in adult)
+    equal = sum(abs(r["gap"]) <= 1e-9 for r in adult)
+    slower = [r["heuristic_ms"] / r["optimal_ms"] for r in adult]
+    lines += [
+        "",
+        f"Reading: the heuristic is within 1 % of the optimum's loss in {within} of "
+        f"{len(adult)} cells and equal to it in {equal}. It is "
+        f"{min(slower):.1f}-{max(slower):.1f}x slower than the exact search here (most of its "
+        "evaluations are the greedy climbs, which evaluate every successor of every step, and "
+        "it has no projection-bound filter over the whole lattice); on a lattice this small "
+        "the algorithm runs the exact search itself (`exact_below` = 50,000 nodes).",
+        "",
+        f"### Synthetic 30-QI table ({WIDE_ROWS} rows, 3^30 nodes), suppression limit "
+        f"{WIDE_LIMIT:.0%} (Mondrian: none)",
+        "",
+        "| k | algorithm | loss (table_loss) | suppressed | seconds | peak MiB | evaluations |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in wide:
+        evaluations = "" if r["evaluations"] is None else str(r["evaluations"])
+        lines.append(
+            f"| {r['k']} | {r['algorithm']} | {r['loss']:.4f} | {r['suppressed']} | "
+            f"{r['seconds']:.2f} | {r['peak_mib']:.1f} | {evaluations} |"
+        )
+    by = {(r["k"], r["algorithm"]): r for r in wide}
+    beats_datafly = [k for k in WIDE_KS if by[k, "heuristic"]["loss"] < by[k, "datafly"]["loss"]]
+    beats_mondrian = [k for k in WIDE_KS if by[k, "heuristic"]["loss"] < by[k, "mondrian"]["loss"]]
+    lines += [
+        "",
+        f"Reading: the heuristic loses less than Datafly at k = "
+        f"{', '.join(map(str, beats_datafly)) or 'none'} (of {', '.join(map(str, WIDE_KS))}), "
+        f"and less than Mondrian at k = {', '.join(map(str, beats_mondrian)) or 'none'}. "
+        "Mondrian recodes each partition separately (local, multidimensional recoding); any "
+        "full-domain search has to give one level to each of 30 attributes for the whole "
+        "table, which on a table this wide and this small means generalizing or suppressing "
+        'almost everything. "Better utility than Mondrian" (issue 18) does not hold for a '
+        'full-domain heuristic on this table; "better than Datafly" does where stated.',
+        "",
+        "Not measured here: Adult with all 14 attributes as quasi-identifiers (ARX's Adult "
+        "file has 9 columns; hierarchies for the other UCI attributes were not built).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    load_before = os.getloadavg()
+    adult = adult_rows(args.data, args.repeats)
+    wide = wide_rows()
+    load_after = os.getloadavg()
+    context = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}",
+        "load_before": ", ".join(f"{v:.1f}" for v in load_before),
+        "load_after": ", ".join(f"{v:.1f}" for v in load_after),
+        "command": ".venv/bin/python benchmarks/wide_tables.py "
+        + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+    }
+    text = render(adult, wide, context)
+    print(text)
+    if args.write:
+        upsert_section(BENCHMARKS_MD, HEADING, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
