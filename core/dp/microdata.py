@@ -111,7 +111,12 @@ def microdata_release(
             )
         declared = {"columns": list(listed), "categorical": listed, "released_labels": labels}
         owner = result.owner
-        split = {"epsilon_anon": result.epsilon_anon, "epsilon_search": result.epsilon_search}
+        split = {
+            "epsilon_anon": result.epsilon_anon,
+            "epsilon_search": result.epsilon_search,
+            "epsilon_selections": result.epsilon_selections,
+            "schemes": result.schemes,
+        }
     epsilon, delta = accountant.total
     draws = (
         [r.to_dict() for r in accountant.used_draws]

@@ -9,19 +9,28 @@ The release is *truthful*: real records, generalized, never perturbed.
 
 1. **Random sampling.** Each record enters the sample independently with probability β
    (OpenDP's bit-vector randomized response, :func:`_draw_sample`).
-2. **Search (ε_search).** A walk down the generalization lattice: from the top (everything
-   ``*``) the candidate set gains the predecessors of the current pivot (one attribute one level
-   finer), and the exponential mechanism picks the next pivot among all candidates by a score
-   of sensitivity 1 (:func:`loss_score`), ``steps`` times. ARX then returns the pivot with the
+2. **Search.** A walk down the generalization lattice: from the top (everything ``*``) the
+   candidate set gains the predecessors of the current pivot (one attribute one level finer),
+   and the exponential mechanism picks the next pivot among all candidates by a score of
+   sensitivity 1 (:func:`loss_score`), ``steps`` times. ARX then returns the pivot with the
    best *exact* score, a data-dependent choice no mechanism pays for; here the output scheme is
    picked among the pivots by one more exponential-mechanism draw, so the search is
-   ``ε_search``-DP by sequential composition of ``steps + 1`` selections.
-3. **Anonymization (ε_anon, δ).** The sample is generalized with the chosen scheme and every
-   record whose generalized tuple (all released columns) occurs fewer than ``k`` times in it is
-   removed. Li, Qardaji & Su (ASIACCS 2012, Thm. 5) show that a *strongly safe* k-anonymization
-   of a β-sample satisfies (ε_anon, δ)-DP for ``β = 1 - e^(-ε_anon)`` when ``k`` makes
-   ``d(k, β, ε_anon) <= δ`` (:func:`safepub_parameters`); SafePub's Theorem composes it with
-   the ε_search-DP search into (ε_anon + ε_search, δ)-DP.
+   ``ε_sel``-DP *in the sample* by sequential composition of ``steps + 1`` selections.
+3. **Anonymization.** The sample is generalized with the chosen scheme and every record whose
+   generalized tuple (all released columns) occurs fewer than ``k`` times in it is removed.
+   Li, Qardaji & Su (ASIACCS 2012, Thm. 5) show that a *strongly safe* k-anonymization of a
+   β-sample — its scheme fixed in advance — satisfies (ε_anon, d(k, β, ε_anon))-DP for
+   ``β = 1 - e^(-ε_anon)``.
+
+**The composition is not sequential.** SafePub's paper adds the two into (ε_anon + ε_search,
+δ)-DP, but the search and the k-filter read the *same* sample, so they are not independent
+mechanisms; on two neighbouring tables an exact computation of the whole output distribution
+finds δ above that claim (``tests/core/dp/test_safepub_exact.py``: the search picks whichever
+of two schemes the sample filled the added record's class in). What is proved (docs/PRIVACY.md
+§4.9) is ``(ε_anon + 2 ε_sel, N · d(k, β, ε_anon))``-DP for a lattice of ``N`` schemes, so the
+policy's ``search_share`` of ε (ε_search) runs the selections at ``ε_sel = ε_search / 2`` and
+``k`` is the smallest with ``N · d(k) < δ`` (:func:`safepub_plan`); the release costs exactly
+(ε, δ).
 
 Everything the mechanism's shape depends on is public: the hierarchies over the *declared*
 domains (so the score's shares are the declared domain's, never the data's), ε, δ, the number
@@ -35,7 +44,7 @@ import base64
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,12 +57,15 @@ from privgate.core.hierarchy import Hierarchy, value_key
 
 __all__ = [
     "SafePubConfig",
+    "SafePubPlan",
     "SafePubResult",
     "SchemeSpace",
     "delta_for_k",
     "loss_score",
     "safepub_parameters",
+    "safepub_plan",
     "safepub_release",
+    "search_scheme",
 ]
 
 
@@ -110,8 +122,12 @@ def _bitvec_flip(beta: float) -> tuple[float, bool, float]:
     return f, ones, (1.0 - f / 2.0 if ones else f / 2.0)
 
 
-def safepub_parameters(epsilon_anon: float, delta: float) -> tuple[float, int]:
-    """The sampling probability β and the smallest ``k`` with ``d(k, β, ε_anon) < δ``.
+def safepub_parameters(epsilon_anon: float, delta: float, schemes: int = 1) -> tuple[float, int]:
+    """The sampling probability β and the smallest ``k`` with ``schemes · d(k, β, ε_anon) < δ``.
+
+    ``schemes`` is the number of generalization schemes the search can output (the lattice's
+    nodes): the scheme is chosen by looking at the same sample, so the δ of Li, Qardaji & Su's
+    bound is paid once per scheme (docs/PRIVACY.md §4.9); 1 for a scheme fixed in advance.
 
     β is ``1 - e^(-ε_anon)`` rounded down to what OpenDP's sampler draws (:func:`_bitvec_flip`),
     and ``k`` is computed for that β (the theorem holds for any ``ε >= -ln(1 - β)``). ARX's
@@ -127,21 +143,24 @@ def safepub_parameters(epsilon_anon: float, delta: float) -> tuple[float, int]:
     if not 0 < delta < 1:
         raise PrivacyParameterError(f"SafePub needs 0 < delta < 1; got {delta!r}")
     beta = _bitvec_flip(float(np.nextafter(-math.expm1(-epsilon_anon), 0.0)))[2]
+    if schemes < 1:
+        raise PrivacyParameterError(f"SafePub needs at least one scheme; got {schemes!r}")
     # d(k) is a maximum over n >= n_m(k), and n_m grows with k: non-increasing in k. Doubling
-    # then bisection finds the smallest k with d(k) < delta.
+    # then bisection finds the smallest k with schemes * d(k) < delta.
     high = 1
-    while delta_for_k(high, beta, epsilon_anon) >= delta:
+    while schemes * delta_for_k(high, beta, epsilon_anon) >= delta:
         high *= 2
         if high > MAX_K:
             raise PrivacyParameterError(
-                f"SafePub: no k up to {MAX_K} reaches delta = {delta!r} at epsilon_anon = "
+                f"SafePub: no k up to {MAX_K} reaches delta = {delta!r} over {schemes} schemes "
+                f"at epsilon_anon = "
                 f"{epsilon_anon!r} (the sampling rate beta = {beta:.6g} is too close to 1); "
                 "use a smaller epsilon or a larger delta"
             )
     low = high // 2  # d(low) >= delta (or low = 0)
     while high - low > 1:
         middle = (low + high) // 2
-        if delta_for_k(middle, beta, epsilon_anon) < delta:
+        if schemes * delta_for_k(middle, beta, epsilon_anon) < delta:
             high = middle
         else:
             low = middle
@@ -288,7 +307,9 @@ class SafePubConfig:
     epsilon, delta : float
         The release's (ε, δ).
     search_share : float
-        The share of ε spent on the search (ε_search); the rest is ε_anon.
+        The share of ε charged for the search (ε_search); the rest is ε_anon. The selections
+        draw at half of it (the other half pays for their reuse of the sample:
+        :func:`safepub_plan`).
     steps : int or None
         Search steps (None: the lattice's height, enough to reach the bottom).
     """
@@ -329,6 +350,8 @@ class SafePubResult:
     epsilon_search: float
     steps: int
     pivots: list[dict]
+    epsilon_selections: float = 0.0
+    schemes: int = 1
     details: dict = field(default_factory=dict)
     #: Owner-side, never published: the declared-domain rule's exclusions (exact counts).
     owner: dict = field(default_factory=dict)
@@ -340,6 +363,8 @@ class SafePubResult:
             "k": self.k,
             "epsilon_anon": self.epsilon_anon,
             "epsilon_search": self.epsilon_search,
+            "epsilon_selections": self.epsilon_selections,
+            "schemes": self.schemes,
             "steps": self.steps,
             "pivots": list(self.pivots),
         }
@@ -381,6 +406,88 @@ def _draw_sample(n: int, beta: float) -> np.ndarray:
     return np.unpackbits(np.frombuffer(bytes(out), dtype=np.uint8))[:n].astype(bool)
 
 
+@dataclass(frozen=True)
+class SafePubPlan:
+    """What a SafePub release draws and charges, from public inputs only (settings, lattice).
+
+    Attributes
+    ----------
+    beta : float
+        The sampling probability.
+    k : int
+        The k-filter's threshold.
+    steps : int
+        Search steps (the selections are ``steps + 1`` with the output scheme's).
+    epsilon_step : float
+        Each selection's ε.
+    sample_epsilon : float
+        The ε charged for the sample and the k-filter: ``ε_anon`` plus the selections' total
+        (the search's second reading of the same sample).
+    schemes : int
+        The lattice's nodes, each a scheme the search could output (``N`` in the δ bound).
+    """
+
+    beta: float
+    k: int
+    steps: int
+    epsilon_step: float
+    sample_epsilon: float
+    schemes: int
+
+
+def safepub_plan(config: SafePubConfig, space: SchemeSpace) -> SafePubPlan:
+    """The release's parameters and charges for ``config`` on ``space`` (docs/PRIVACY.md §4.9).
+
+    The search reads the sample the k-filter then releases, so the two are not independent
+    mechanisms and do not simply compose. What holds (proof in PRIVACY.md) is
+    ``(ε_anon + 2 ε_sel, N · d(k, β, ε_anon))``-DP, with ``ε_sel`` the selections' total ε and
+    ``N`` the lattice's nodes. So the search's share ``ε_search`` of ε buys selections at
+    ``ε_sel = ε_search / 2`` (the other half is charged with the sample, whose reuse it pays
+    for), and ``k`` is the smallest with ``N · d(k) < δ``. The charges sum to ε.
+    """
+    steps = config.steps if config.steps is not None else sum(space.heights)
+    if steps < 1:
+        raise PrivacyParameterError(f"SafePub needs at least one search step; got {steps}")
+    schemes = math.prod(h + 1 for h in space.heights)
+    beta, k = safepub_parameters(config.epsilon_anon, config.delta, schemes)
+    selections = config.epsilon_search / 2.0
+    return SafePubPlan(
+        beta, k, steps, selections / (steps + 1), config.epsilon_anon + selections, schemes
+    )
+
+
+def search_scheme(
+    space: SchemeSpace,
+    score: Callable[[tuple[int, ...]], float],
+    steps: int,
+    select: Callable[[list[float], str], int],
+) -> tuple[list[tuple[int, ...]], tuple[int, ...]]:
+    """SafePub's walk down the lattice: the pivots and the output scheme, given the selections.
+
+    From the top, the candidates gain the predecessors of the current pivot and lose the pivot;
+    ``select(scores, step)`` picks the next pivot among them (in :func:`safepub_release` the
+    exponential mechanism), ``steps`` times or until no candidate is left, and once more the
+    output scheme among the pivots. The candidate lists depend only on the lattice and the
+    earlier selections, never on the data; ``score`` is the only data-dependent input. Separate
+    from the release so that a test can enumerate every transcript with its exact probability.
+    """
+    pivot = space.top
+    pivots = [pivot]
+    candidates: dict[tuple[int, ...], float] = {}
+    for step in range(1, steps + 1):
+        for node in space.predecessors(pivot):
+            if node not in pivots:
+                candidates[node] = score(node)
+        candidates.pop(pivot, None)
+        if not candidates:
+            break
+        nodes = sorted(candidates)
+        pivot = nodes[select([candidates[n] for n in nodes], f"SafePub search step {step}")]
+        pivots.append(pivot)
+    final = select([score(p) for p in pivots], "SafePub output scheme among the pivots")
+    return pivots, pivots[final]
+
+
 def safepub_release(
     records: pd.DataFrame,
     domains: Mapping[str, Sequence[str]],
@@ -412,53 +519,33 @@ def safepub_release(
     if not space.generalizable:
         raise PrivacyParameterError("SafePub needs at least one column with a hierarchy")
     codes = space.encode(records)
-    steps = config.steps if config.steps is not None else sum(space.heights)
-    if steps < 1:
-        raise PrivacyParameterError(f"SafePub needs at least one search step; got {steps}")
-    beta, k = safepub_parameters(config.epsilon_anon, config.delta)
+    plan = safepub_plan(config, space)
+    beta, k, steps, epsilon_step = plan.beta, plan.k, plan.steps, plan.epsilon_step
     sample_spend = Spend(
         "safepub_sampling(opendp_randomized_response_bitvec)",
-        config.epsilon_anon,
+        plan.sample_epsilon,
         config.delta,
         1.0,
-        f"SafePub random sampling (beta={beta:.6g}) and k-filter (k={k})",
+        f"SafePub random sampling (beta={beta:.6g}) and k-filter (k={k}), with the "
+        "search's reuse of the sample",
         None,
     )
     sampled = accountant.draw(
         sample_spend, lambda: _draw_sample(len(records), beta), _BitsCodec(len(records))
     )
-    epsilon_step = config.epsilon_search / (steps + 1)
-    pivot = space.top
-    pivots = [pivot]
-    scores: dict[tuple[int, ...], float] = {pivot: loss_score(space, codes, sampled, pivot, k)}
-    candidates: dict[tuple[int, ...], float] = {}
-    for step in range(1, steps + 1):
-        for node in space.predecessors(pivot):
-            if node not in scores:
-                scores[node] = loss_score(space, codes, sampled, node, k)
-            if node not in pivots:
-                candidates[node] = scores[node]
-        candidates.pop(pivot, None)
-        if not candidates:
-            break
-        nodes = sorted(candidates)
-        chosen = exponential_select(
-            [candidates[n] for n in nodes],
-            epsilon_step,
-            sensitivity=1.0,
-            accountant=accountant,
-            step=f"SafePub search step {step}",
+    cache: dict[tuple[int, ...], float] = {}
+
+    def score(node: tuple[int, ...]) -> float:
+        if node not in cache:
+            cache[node] = loss_score(space, codes, sampled, node, k)
+        return cache[node]
+
+    def select(scores: list[float], step: str) -> int:
+        return exponential_select(
+            scores, epsilon_step, sensitivity=1.0, accountant=accountant, step=step
         )
-        pivot = nodes[chosen]
-        pivots.append(pivot)
-    final = exponential_select(
-        [scores[p] for p in pivots],
-        epsilon_step,
-        sensitivity=1.0,
-        accountant=accountant,
-        step="SafePub output scheme among the pivots",
-    )
-    scheme = pivots[final]
+
+    pivots, scheme = search_scheme(space, score, steps, select)
     frame = _anonymize(space, codes, sampled, scheme, k)
     return SafePubResult(
         frame=frame,
@@ -469,6 +556,8 @@ def safepub_release(
         epsilon_search=config.epsilon_search,
         steps=steps,
         pivots=[dict(zip(space.names, p, strict=True)) for p in pivots],
+        epsilon_selections=plan.epsilon_step * (plan.steps + 1),
+        schemes=plan.schemes,
         details={"selections": len(pivots)},
         owner=rule,
     )

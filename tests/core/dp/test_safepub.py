@@ -146,8 +146,19 @@ def test_the_search_is_charged_per_selection(adult, hierarchies, domains) -> Non
     result = safepub_release(adult.iloc[:3000], domains, hierarchies, config, accountant)
     selections = [s for s in accountant.entries if s.mechanism == "exponential"]
     assert len(selections) == 4  # 3 steps + the output scheme
-    assert math.fsum(s.epsilon for s in selections) == pytest.approx(0.2)
+    # the search's 0.2 buys selections at 0.1: they read the sample the k-filter releases, and
+    # the other 0.1 is charged with the sample (PRIVACY.md 4.9); everything sums to epsilon
+    assert math.fsum(s.epsilon for s in selections) == pytest.approx(0.1)
+    (sample,) = [s for s in accountant.entries if s.mechanism != "exponential"]
+    assert sample.epsilon == pytest.approx(0.8 + 0.1)
+    assert math.fsum(s.epsilon for s in accountant.entries) == pytest.approx(1.0)
+    assert result.epsilon_selections == pytest.approx(0.1) and result.epsilon_search == 0.2
     assert len(result.pivots) == 4
+    # k pays the delta once per scheme of the lattice the search could output
+    assert result.schemes == math.prod(h + 1 for h in SchemeSpace(domains, hierarchies).heights)
+    beta, k = safepub_parameters(0.8, 1e-5, result.schemes)
+    assert (result.beta, result.k) == (beta, k)
+    assert result.schemes * delta_for_k(k, beta, 0.8) < 1e-5
 
 
 def test_an_epsilon_that_samples_nearly_everyone_is_refused() -> None:
