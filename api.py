@@ -131,7 +131,10 @@ def releases(
         ranking = stages.rank(frame, policy)
     out = []
     for table in select_releases(stages.anonymize(frame, setup, ranking), setup):
-        decision = stages.verify(table.frame, setup, len(frame), covered=table.covered)
+        # With the table's private facts, as the flow's gate: persons of a person-keyed
+        # policy, the input's distribution as t-closeness' reference.
+        facts = table.gate_facts()
+        decision = stages.verify(table.frame, setup, len(frame), covered=table.covered, **facts)
         out.append(Release(table.frame, table.metrics, decision, table, policy))
     return out
 

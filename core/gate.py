@@ -37,6 +37,8 @@ __all__ = [
     "check_coverage",
     "class_stats_of",
     "decide",
+    "gate_flags",
+    "generalized_away",
     "read_release",
     "sensitive_columns_of",
     "sensitive_reference",
@@ -57,8 +59,8 @@ class GateDecision:
     reasons : list of str
         Why the release was blocked (empty when it passed).
     measurements : dict
-        What was measured: rows, classes, smallest class, suppressed records, and the level
-        each privacy model reached.
+        What was measured: rows, classes, smallest class, suppressed records, the level
+        each privacy model reached, and ``generalized_away`` (see :func:`generalized_away`).
     """
 
     passed: bool
@@ -66,8 +68,13 @@ class GateDecision:
     measurements: dict = field(default_factory=dict)
 
     @property
+    def flags(self) -> list[str]:
+        """What a data owner must see about a release that passed: :func:`gate_flags`."""
+        return gate_flags(self.measurements)
+
+    @property
     def summary(self) -> str:
-        """One line for logs and the CLI."""
+        """One line for logs and the CLI (a passed release's flags at its end)."""
         if self.passed:
             m = self.measurements
             text = (
@@ -78,11 +85,47 @@ class GateDecision:
                 text += f" ({m['persons']} persons, each counted once per class)"
             if "suppressed" in m:
                 text += f", {m['suppressed']} {m.get('suppressed_unit', 'records')} suppressed"
-            return text
+            return text + "".join(f"; FLAGGED: {flag}" for flag in self.flags)
         return "BLOCKED: " + "; ".join(self.reasons)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The decision as data, with its :attr:`flags` (for the manifest and the report)."""
+        return {**asdict(self), "flags": self.flags}
+
+
+def generalized_away(table: object, quasi_identifiers: Sequence[str]) -> dict[str, str | None]:
+    """The quasi-identifiers whose every released cell holds one and the same text.
+
+    Such a column was generalized away (typically every cell is its hierarchy's top, ``*``;
+    a taxonomy's single root such as ``Person`` counts too, and so does a column the input
+    already held constant): it tells a recipient nothing. The release may still be published
+    (the privacy models hold), but a data owner must be told, so the gate measures it on the
+    written cells (``{column: the one value}``, ``None`` for a column of empty cells). An
+    empty release has no such column.
+    """
+    if _n_rows(table) == 0:
+        return {}
+    out: dict[str, str | None] = {}
+    for name in quasi_identifiers:
+        cells = _as_text(table[name])  # type: ignore[index]
+        first = cells[0]
+        if all(cell == first for cell in cells):
+            out[name] = first
+    return out
+
+
+def gate_flags(measurements: Mapping) -> list[str]:
+    """Sentences about a release that holds but says less than it seems to (empty when none).
+
+    One flag today: quasi-identifiers generalized away (:func:`generalized_away`)."""
+    away = measurements.get("generalized_away") or {}
+    if not away:
+        return []
+    named = ", ".join(f"{name!r} ({value!r})" for name, value in away.items())
+    return [
+        f"{len(away)} quasi-identifier(s) generalized away, one value in every released "
+        f"record: {named}"
+    ]
 
 
 def read_release(path: str | Path) -> dict[str, np.ndarray]:
@@ -323,8 +366,11 @@ def verify_table(
     if population is not None:
         stats, problems = with_population(stats, release, quasi_identifiers, population)
         reasons += problems
+    away = generalized_away(release, quasi_identifiers)
     if persons is None:
-        return decide(stats, n_rows, models, reasons, input_rows, suppression_limit)
+        decision = decide(stats, n_rows, models, reasons, input_rows, suppression_limit)
+        decision.measurements["generalized_away"] = away
+        return decision
     reasons += [
         f"{name} cannot be verified per person" for name in unsupported_with_persons(models)
     ]
@@ -332,7 +378,7 @@ def verify_table(
     decision = decide(
         stats, released_persons, models, reasons, input_persons, suppression_limit, unit="persons"
     )
-    decision.measurements.update(rows=n_rows, persons=released_persons)
+    decision.measurements.update(rows=n_rows, persons=released_persons, generalized_away=away)
     return decision
 
 

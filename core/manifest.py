@@ -142,6 +142,11 @@ def build_manifest(
         manifest["utility_gate"] = utility_decision.to_dict()
     if ranking is not None:
         manifest["ranking"] = ranking.to_dict()
+    # What the release does not say although both gates passed (each gate's flags, together).
+    manifest["flags"] = [
+        *manifest["gate"]["flags"],
+        *manifest.get("utility_gate", {}).get("flags", []),
+    ]
     return manifest
 
 

@@ -102,9 +102,13 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
             f"{m['release_epsilon']:g}; {remaining} of {m['budget_epsilon']:g} left)"
         )
     else:
+        # A passed release can still say less than it seems to (a quasi-identifier generalized
+        # away, a utility baseline at chance): the gates' flags end the line.
+        flags = [*gate.get("flags", []), *(outcome.get("utility_gate") or {}).get("flags", [])]
         print(
             f"gate: PASSED ({m['rows']} rows, {m['classes']} classes, smallest class "
             f"{m['min_class_size']}, {m['suppressed']} suppressed)"
+            + "".join(f"; FLAGGED: {flag}" for flag in flags)
         )
     for tier in outcome.get("tiers", []):
         print(f"tier {tier['tier']}: k-anonymity covers {', '.join(tier['covers'])}")

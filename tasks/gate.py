@@ -44,6 +44,8 @@ def gate_task(
     (log.info if decision.passed else log.error)(
         "gate: %s (%.2fs)", decision.summary, time.perf_counter() - started
     )
+    for flag in decision.flags if decision.passed else []:
+        log.warning("gate flag: %s", flag)
     if not decision.passed:
         discard(staged)
         raise GateBlockedError(f"gate blocked release {release_id}: {decision.summary}", decision)

@@ -46,6 +46,8 @@ p.note { color:var(--muted); font-size:13px; margin: 4px 0 10px; }
 .banner .verdict { font-size:22px; font-weight:700; letter-spacing:.5px; }
 .banner.ok .verdict { color:var(--ok); } .banner.bad .verdict { color:var(--bad); }
 .banner ul { margin: 8px 0 0; padding-left: 20px; }
+.banner .flags { margin-top: 10px; padding: 8px 12px; border-radius: 6px;
+  background:#fff6e0; border:1px solid #f0d48a; color:#7a5200; }
 .pill { display:inline-block; border-radius: 999px; padding: 1px 10px; font-size:12px;
   font-weight:600; }
 .pill.ok { background:var(--okbg); color:var(--ok); }
@@ -149,6 +151,16 @@ def _img(png: str, alt: str) -> str:
 # Sections
 
 
+def _flags(report: ReleaseReport) -> str:
+    """The gates' flags: what a release that holds does not say (a quasi-identifier
+    generalized away, a utility baseline at chance), in the banner under the verdict."""
+    flags = [*report.privacy_gate.get("flags", []), *(report.utility_gate or {}).get("flags", [])]
+    if not flags:
+        return ""
+    items = "".join(f"<li>{escape(flag)}</li>" for flag in flags)
+    return f'<div class="flags"><b>Flagged</b><ul>{items}</ul></div>'
+
+
 def _decision(report: ReleaseReport) -> str:
     passed = report.passed
     if report.status == "published":
@@ -170,6 +182,7 @@ def _decision(report: ReleaseReport) -> str:
             else "<div>Every privacy criterion and every utility "
             "threshold of the policy holds on the release as written.</div>"
         )
+        + _flags(report)
         + "</div>"
     )
     gate = report.privacy_gate
