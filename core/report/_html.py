@@ -241,8 +241,25 @@ def _decision(report: ReleaseReport) -> str:
                     numeric=(3, 4),
                 )
             )
+        parts.append(_chance(ugate.get("measurements", {})))
     parts.append("</div></div>")
     return "".join(parts)
+
+
+def _chance(measurements: Mapping) -> str:
+    """Which classifiers' baselines are at chance, and the rule that says so."""
+    at_chance = measurements.get("baseline_at_chance")
+    if not at_chance:
+        return ""
+    rows = [
+        (model, "at chance" if v["auc"] else "no", "at chance" if v["accuracy"] else "no")
+        for model, v in at_chance.items()
+    ]
+    return (
+        "<p class='note'>Baseline (the model on the original) at chance? "
+        f"{escape(measurements.get('chance_rule', ''))}.</p>"
+        + _table(["model", "ROC AUC", "accuracy"], rows)
+    )
 
 
 def _privacy(report: ReleaseReport) -> str:

@@ -149,6 +149,9 @@ def markdown_summary(report: ReleaseReport, report_path: str | None = None) -> s
         reasons += report.utility_gate.get("reasons", [])
     if reasons:
         lines += ["**Reasons**", ""] + [f"- {r}" for r in reasons] + [""]
+    flags = [*report.privacy_gate.get("flags", []), *(report.utility_gate or {}).get("flags", [])]
+    if flags:
+        lines += ["**Flagged**", ""] + [f"- {f}" for f in flags] + [""]
     m = report.privacy_gate.get("measurements", {})
     lines += [
         "## Privacy",

@@ -38,7 +38,12 @@ from privgate.core.utility._encoding import (
     encode_features,
     factorize_labels,
 )
-from privgate.core.utility._gate import UtilityDecision, check_utility
+from privgate.core.utility._gate import (
+    CHANCE_RULE,
+    UtilityDecision,
+    baseline_at_chance,
+    check_utility,
+)
 from privgate.core.utility._measure import (
     UtilityReport,
     measure_utility,
@@ -47,6 +52,7 @@ from privgate.core.utility._measure import (
 from privgate.core.utility._metrics import release_metrics
 
 __all__ = [
+    "CHANCE_RULE",
     "CLASSIFIERS",
     "CLUSTERINGS",
     "AttributeDomain",
@@ -56,6 +62,7 @@ __all__ = [
     "ModelScore",
     "UtilityDecision",
     "UtilityReport",
+    "baseline_at_chance",
     "check_utility",
     "classification_utility",
     "cluster_labels",

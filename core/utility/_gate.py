@@ -9,6 +9,7 @@ release too: an unmeasured promise is not kept.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,9 +18,19 @@ from privgate.core.policy import UtilityThresholds
 if TYPE_CHECKING:
     from privgate.core.utility._measure import UtilityReport
 
-__all__ = ["UtilityDecision", "check_utility"]
+__all__ = ["CHANCE_RULE", "UtilityDecision", "baseline_at_chance", "check_utility"]
 
 _TOLERANCE = 1e-12
+
+#: When a classifier's baseline (trained and scored on the original) counts as at chance: a
+#: ratio against it compares the release with a model that learned nothing, so the gate says
+#: so. One definition, stated in the decision's measurements and the report.
+CHANCE_RULE = (
+    "a model's baseline on the original is at chance when its mean cross-validated ROC AUC is "
+    "within two standard errors of 0.5 (AUC - 0.5 <= 2 x the folds' standard deviation / "
+    "sqrt(folds)), or when its accuracy is no higher than always predicting the most frequent "
+    "class (the majority rate)"
+)
 
 
 @dataclass(frozen=True)
@@ -41,17 +52,72 @@ class UtilityDecision:
     measurements: dict = field(default_factory=dict)
 
     @property
+    def flags(self) -> list[str]:
+        """What a passed gate's numbers do not say: each classifier whose baseline is at
+        chance (:data:`CHANCE_RULE`), one sentence per model."""
+        return list(self.measurements.get("flags", []))
+
+    @property
     def summary(self) -> str:
-        """One line for logs and the CLI."""
+        """One line for logs and the CLI (a passed gate's flags at its end)."""
         checks = self.measurements.get("checks", [])
         if self.passed:
             if not checks:
-                return "PASSED: no utility threshold set"
-            return f"PASSED: {len(checks)} utility check(s) within the policy's thresholds"
+                text = "PASSED: no utility threshold set"
+            else:
+                text = f"PASSED: {len(checks)} utility check(s) within the policy's thresholds"
+            return text + "".join(f"; FLAGGED: {flag}" for flag in self.flags)
         return "BLOCKED: " + "; ".join(self.reasons)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The decision as data, with its :attr:`flags` (for the manifest and the report)."""
+        return {**asdict(self), "flags": self.flags}
+
+
+def baseline_at_chance(score, folds: int, majority_accuracy: float) -> dict[str, bool]:
+    """Whether a model's baseline ROC AUC and accuracy are at chance (:data:`CHANCE_RULE`).
+
+    Parameters
+    ----------
+    score : ModelScore
+        The model's cross-validated scores on the original (``auc_original``,
+        ``auc_std_original``, ``accuracy_original``).
+    folds : int
+        Number of cross-validation folds the mean and standard deviation are over.
+    majority_accuracy : float
+        Accuracy of always predicting the sample's most frequent class.
+    """
+    error = score.auc_std_original / math.sqrt(max(folds, 1))
+    return {
+        "auc": bool(score.auc_original - 0.5 <= 2 * error + _TOLERANCE),
+        "accuracy": bool(score.accuracy_original <= majority_accuracy + _TOLERANCE),
+    }
+
+
+def _chance(cls) -> tuple[dict[str, dict[str, bool]], list[str]]:
+    """Per model, which baselines are at chance, and one flag per model that has one."""
+    at_chance, flags = {}, []
+    for s in cls.scores:
+        verdict = baseline_at_chance(s, cls.folds, cls.majority_accuracy)
+        at_chance[s.model] = verdict
+        parts = []
+        if verdict["auc"]:
+            parts.append(
+                f"ROC AUC {s.auc_original:.4f} (std {s.auc_std_original:.4f} over {cls.folds} "
+                "folds) is within two standard errors of 0.5"
+            )
+        if verdict["accuracy"]:
+            parts.append(
+                f"accuracy {s.accuracy_original:.4f} is no higher than the majority rate "
+                f"{cls.majority_accuracy:.4f}"
+            )
+        if parts:
+            flags.append(
+                f"{s.model}'s baseline on the original predicts {cls.target!r} at chance: "
+                f"{'; '.join(parts)} (its ratios compare the release with a model that "
+                "learned nothing)"
+            )
+    return at_chance, flags
 
 
 def _check(checks, reasons, threshold, limit, subject, measured, at_least, describe):
@@ -171,4 +237,14 @@ def check_utility(utility: UtilityReport, thresholds: UtilityThresholds | None) 
                 f"total variation of {column!r} {tv:.4f}",
             )
     set_limits = {k: v for k, v in t.model_dump().items() if v is not None}
-    return UtilityDecision(not reasons, reasons, {"checks": checks, "thresholds": set_limits})
+    measurements: dict = {"checks": checks, "thresholds": set_limits}
+    if cls is not None and cls.scores:
+        at_chance, flags = _chance(cls)
+        measurements.update(baseline_at_chance=at_chance, chance_rule=CHANCE_RULE, flags=flags)
+        for check in checks:  # a ratio check against a baseline at chance says so itself
+            metric = {"min_auc_ratio": "auc", "min_accuracy_ratio": "accuracy"}.get(
+                check["threshold"]
+            )
+            if metric is not None:
+                check["baseline_at_chance"] = at_chance[check["subject"]][metric]
+    return UtilityDecision(not reasons, reasons, measurements)
