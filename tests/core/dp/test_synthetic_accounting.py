@@ -78,3 +78,29 @@ def test_the_charge_is_the_map_of_the_measurement_that_ran(adult, monkeypatch, m
     assert (spend.epsilon, spend.delta) == (epsilon, delta)
     assert epsilon <= 1.0 and delta <= 1e-6
     assert result.spend == spend
+
+
+def test_aim_replayed_on_a_neighbour_publishes_the_same_release(adult, tmp_path) -> None:
+    """AIM's rounds adapt to its own noisy outputs; all of it is the one journaled draw.
+
+    D' = D without its first record plus a record outside the declared domains: replaying
+    release r1's journal on D' spends nothing and publishes the identical table and account.
+    """
+    from privgate.core.dp.journal import JournaledAccountant
+    from privgate.core.dp.ledger import BudgetLedger
+
+    ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    ledger.open_account("adult", 4.0, 1e-5)
+    config = SyntheticConfig("aim", 1.0, 1e-6, aim_degree=2, aim_rounds=3)
+    first = synthesize(
+        adult, DOMAINS, config, JournaledAccountant(ledger, "adult", "r1", "run-1", (1.0, 1e-6))
+    )
+    spent = ledger.account("adult").spent_epsilon
+    outsider = adult.iloc[[1]].assign(race="Martian")
+    neighbour = pd.concat([adult.iloc[1:], outsider], ignore_index=True)
+    accountant = JournaledAccountant(ledger, "adult", "r1", "run-2", (1.0, 1e-6))
+    again = synthesize(neighbour, DOMAINS, config, accountant)
+    assert accountant.replayed == 1 and ledger.account("adult").spent_epsilon == spent
+    pd.testing.assert_frame_equal(again.frame, first.frame)
+    assert again.public() == first.public()
+    assert len(first.marginals) > len(COLUMNS)  # the rounds measured more than one-way marginals
