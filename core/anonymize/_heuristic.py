@@ -22,6 +22,8 @@ The search runs in three phases:
    evaluated (it fails too, when the models are monotone), and each unresolved node is lifted
    along a chain of its cheapest generalizations whose highest failing node is found by
    binary search, pruning that node's whole down-set. Then a last descent from the best node.
+4. **Perturbation** with the budget left (iterated local search): lower two attributes of the
+   best node at once, repair the node with the cost-aware climb, descend from any better node.
 
 ``max_evaluations`` counts node evaluations after the climbs, so the descent always gets a
 chance. Down-set pruning and chain lifting assume monotone satisfaction; with a model that is
@@ -281,20 +283,31 @@ class _Search:
             chosen = max(candidates, key=lambda j: (columns[j].distinct_at(levels[j]), -j))
             levels[chosen] += 1
 
-    def cost_climb(self) -> Node | None:
+    def cost_climb(self, start: Node | None = None) -> Node | None:
         """Raise the attribute that removes the most outlier records per unit of lower bound
-        added (ties: more records removed, then lower cost, then policy order)."""
-        node = (0,) * self.q
+        added (ties: more records removed, then lower cost, then policy order), from the
+        bottom or ``start``, until the node satisfies; the node, or ``None``.
+
+        After the climbs phase, a climb stops as soon as its node cannot beat the best one
+        (its bound is too high) or the budget is spent: it only repairs a perturbed node.
+        """
+        node = (0,) * self.q if start is None else start
+        repairing = self.phase != "climbs"
         satisfied, outliers = self.evaluate(node)
         while not satisfied:
             here = float(self.bounds(np.asarray(node))[0])
+            if repairing and (self.beaten(node, here) or self.exhausted()):
+                return None
             choice: tuple | None = None
             for j in range(self.q):
                 if node[j] >= self.heights[j]:
                     continue
                 up = node[:j] + (node[j] + 1,) + node[j + 1 :]
+                up_bound = float(self.bounds(np.asarray(up))[0])
+                if repairing and (self.beaten(up, up_bound) or self.exhausted()):
+                    continue
                 up_satisfied, up_outliers = self.evaluate(up)
-                cost = max(float(self.bounds(np.asarray(up))[0]) - here, 0.0)
+                cost = max(up_bound - here, 0.0)
                 gain = outliers - up_outliers
                 rank = (gain / max(cost, 1e-12), gain, -cost, -j)
                 if choice is None or rank > choice[0]:
@@ -303,6 +316,41 @@ class _Search:
                 return None
             _, node, satisfied, outliers = choice
         return node
+
+    def perturb(self) -> None:
+        """Iterated local search with the budget left: lower two attributes of the best node
+        at once (the pairs that lower its bound most first), repair the node by the
+        cost-aware climb, and descend again from any better node found."""
+        self.phase = "perturbation"
+        tried: set[Node] = set()
+        while self.best is not None and not self.exhausted():
+            center = np.asarray(self.best, dtype=np.int64)
+            raised = np.flatnonzero(center > 0)
+            kicks = []
+            for a, i in enumerate(raised):
+                for j in raised[a + 1 :]:
+                    kicked = center.copy()
+                    kicked[[i, j]] -= 1
+                    if tuple(int(v) for v in kicked) not in tried:
+                        kicks.append(kicked)
+            if not kicks:
+                return
+            kicks_array = np.array(kicks, dtype=np.int64)
+            bounds = self.bounds(kicks_array)
+            order = np.lexsort((*kicks_array.T[::-1], kicks_array.sum(axis=1), bounds))
+            start = self.best
+            for position in order:
+                if self.exhausted():
+                    return
+                kicked = tuple(int(v) for v in kicks_array[position])
+                tried.add(kicked)
+                self.cost_climb(kicked)
+                if self.best != start:
+                    self.descend()
+                    self.phase = "perturbation"
+                    break
+            else:
+                return  # no kick of the best node leads anywhere better
 
     def neighbours(self, node: Node) -> np.ndarray:
         """Nodes one level lower in one attribute, or lower in one and higher in another."""
@@ -445,6 +493,7 @@ class _Search:
         self.best_first()
         if self.best is not None and not _tied(self.best_loss, after_climbs):
             self.descend()
+        self.perturb()
         if self.best is None:
             limit = f"{self.checker.allowance} of {self.checker.n_rows} records"
             if self.prune and self.verdicts.get(tuple(int(h) for h in self.heights)) is False:

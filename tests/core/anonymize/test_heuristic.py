@@ -21,9 +21,11 @@ from privgate.core.anonymize import (
     Datafly,
     HeuristicLattice,
     OptimalLattice,
+    SearchInput,
     SearchSetup,
     apply_generalization,
     make_algorithm,
+    release_table,
 )
 from privgate.core.encoding import encode_table
 from privgate.core.exceptions import AnonymizationError
@@ -249,6 +251,31 @@ def test_the_budget_counts_evaluations_after_the_climbs(wide) -> None:
     assert found.details["budget_exhausted"] is True
     # the climbs always complete: never worse than Datafly's node
     assert found.details["loss"] <= found.details["datafly_climb_loss"]
+
+
+def test_the_contract_runs_it_on_a_wide_table(wide) -> None:
+    """Through the registry and the contract, as the stage and the engine-only command run it:
+    the release of the wide table passes the gate with the setup's own limits."""
+    frame, hierarchies, *_ = wide
+    qis = wide_attributes()
+    setup = SearchSetup(
+        algorithm=Algorithm.HEURISTIC,
+        quasi_identifiers=tuple(qis),
+        hierarchies=hierarchies,
+        models=(KAnonymity(k=WIDE_K),),
+        numeric=frozenset(),
+        suppression_limit=WIDE_LIMIT,
+        released_columns=(*qis, WIDE_TARGET),
+        max_evaluations=50,
+    )
+    algorithm = make_algorithm(setup)
+    result = algorithm.anonymize(SearchInput.prepare(frame, setup))
+    assert result.algorithm == "heuristic" and result.details["max_evaluations"] == 50
+    release = release_table(frame, result, setup.released_columns)
+    decision = verify_table(
+        release.astype(str), qis, list(setup.models), **setup.gate_limits(WIDE_ROWS)
+    )
+    assert decision.passed, decision.reasons
 
 
 def test_progress_lines_name_the_heuristic(wide, caplog, monkeypatch) -> None:
