@@ -314,3 +314,55 @@ def test_the_registry_builds_it_from_a_policy(adult) -> None:
     algorithm = make_algorithm(setup)
     assert setup.algorithm is Algorithm.HEURISTIC and isinstance(algorithm, HeuristicLattice)
     assert algorithm.max_evaluations == 77 and algorithm.metric.name == "precision"
+
+
+# --------------------------------------------------------------------------------------------
+# The command a user types: `privgate anonymize` on a wide CSV file
+
+
+def _wide_policy(folder, algorithm: dict, n_rows: int = 600) -> str:
+    import yaml
+
+    from privgate.core.wide_data import wide_taxonomies
+
+    generate_wide_table(n_rows).to_csv(folder / "wide.csv", index=False)
+    columns = {
+        name: {"role": "quasi_identifier", "hierarchy": {"kind": "taxonomy", "tree": tree}}
+        for name, tree in wide_taxonomies().items()
+    }
+    columns[WIDE_TARGET] = {"role": "sensitive"}
+    policy = {
+        "dataset": "wide",
+        "input": {"path": str(folder / "wide.csv"), "delimiter": ","},
+        "columns": columns,
+        "privacy": {"k": 3, "suppression_limit": 0.02},
+        "algorithm": algorithm,
+        "output": {"directory": str(folder / "out")},
+    }
+    path = folder / "wide.yaml"
+    path.write_text(yaml.safe_dump(policy, sort_keys=False), encoding="utf-8")
+    return str(path)
+
+
+def test_privgate_anonymize_releases_a_wide_table(tmp_path, capsys) -> None:
+    from privgate.flows.cli import main
+
+    policy = _wide_policy(tmp_path, {"name": "heuristic", "max_evaluations": 30})
+    out = tmp_path / "release.csv"
+    code = main(["anonymize", policy, "--output", str(out)])
+    shown = capsys.readouterr()
+    assert code == 0, shown.out + shown.err
+    assert "gate: PASSED" in shown.out
+    release = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert anonymity.k_anonymity(release, wide_attributes()) >= 3
+    assert 600 - len(release) <= math.floor(0.02 * 600)
+
+
+def test_privgate_anonymize_with_optimal_names_the_heuristic(tmp_path, capsys) -> None:
+    from privgate.flows.cli import main
+
+    policy = _wide_policy(tmp_path, {"name": "optimal"})
+    out = tmp_path / "release.csv"
+    assert main(["anonymize", policy, "--output", str(out)]) == 2
+    assert "use algorithm 'heuristic'" in capsys.readouterr().err
+    assert not out.exists()
