@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from privgate.core.publish import make_release_id, sha256_file
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
     from privgate.core.gate import GateDecision
@@ -102,8 +104,11 @@ def build_manifest(
     utility_decision: UtilityDecision | None = None,
     ranking: Ranking | None = None,
     run_id: str | None = None,
+    input_warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Everything needed to audit a release: inputs, outputs, policy, metrics, decisions."""
+    """Everything needed to audit a release: inputs, outputs, policy, metrics, decisions
+    (and ``input.warnings``: what validation found about the valid input, such as an entirely
+    missing quasi-identifier)."""
     manifest: dict[str, Any] = {
         "release_id": release_id,
         "dataset": policy.dataset,
@@ -112,7 +117,12 @@ def build_manifest(
         "privgate_version": package_version(),
         "python": platform.python_version(),
         "run_id": run_id,
-        "input": {"path": ingested.path, "sha256": ingested.sha256, "rows": ingested.rows},
+        "input": {
+            "path": ingested.path,
+            "sha256": ingested.sha256,
+            "rows": ingested.rows,
+            "warnings": list(input_warnings),
+        },
         "output": output_facts(staged, table.frame),
         "policy": policy.model_dump(mode="json"),
         "policy_sha256": policy.fingerprint(),

@@ -58,6 +58,7 @@ from privgate.tasks.report import report_task
 from privgate.tasks.results import discard_private_results, prepare_private_results
 from privgate.tasks.utility import utility_gate_task, utility_task
 from privgate.tasks.validate import validate_task
+from privgate.validations.schema import input_warnings
 
 
 @flow(name="privgate-release", log_prints=True)
@@ -103,6 +104,10 @@ def _release(parameters: ReleaseParameters) -> State:
     validated = validate_task(
         opened.ingested.frame, policy, setup.hierarchies, opened.tokens.ingest
     )
+    warnings = input_warnings(validated, policy)
+    for warning in warnings:  # valid, but a data owner must see it (and the report says it)
+        get_run_logger().warning("validate: %s", warning)
+    run = replace(run, input_warnings=tuple(warnings))
     input_suite = input_expectations_task(validated, policy, setup.hierarchies, run_name=release_id)
     if policy.attacks is not None:  # the attacks' control records never reach the release
         run = replace(run, split=split_control(validated, policy))
@@ -154,6 +159,8 @@ class _Run:
     release_id: str
     #: The attacks' held-out control records and those the releases are made from.
     split: ControlSplit | None = None
+    #: What validation found about a valid input (an entirely missing quasi-identifier).
+    input_warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,7 @@ def _verify(
             utility_decision=utility_decision,
             hierarchies=hierarchies,
             setup=run.setup,
+            input_warnings=run.input_warnings,
             run=run_facts(
                 policy=policy,
                 policy_path=run.parameters.policy_path,
@@ -250,6 +258,7 @@ def _verify(
             utility_decision=utility_decision,
             ranking=ranking,
             run_id=run_id,
+            input_warnings=run.input_warnings,
         )
         # The release suite on the staged file (raises ReleaseContractError, exit 3, if it
         # fails); its Data Docs and JSON report go into the staging folder, so they are

@@ -290,6 +290,7 @@ def build_report(
     hierarchies: Mapping[str, Any] | None = None,
     run: Mapping[str, Any] | None = None,
     setup: Any | None = None,
+    input_warnings: Sequence[str] = (),
 ) -> ReleaseReport:
     """Gather a :class:`ReleaseReport` from a run's stage outputs.
 
@@ -311,6 +312,9 @@ def build_report(
         Run metadata shown as is (run id, dates, versions, fingerprints, paths).
     setup : SearchSetup, optional
         The run's search setup (its privacy models); built from the policy when not given.
+    input_warnings : sequence of str
+        What validation found about the valid input (an entirely missing quasi-identifier),
+        shown in the validation section.
     """
     from privgate.core.anonymize import SearchSetup
 
@@ -337,7 +341,9 @@ def build_report(
         transformation=_plain(
             _transformation_section(original, table.frame, table, policy, heights)
         ),
-        validation=_plain(validation_summary(original, policy)),
+        validation=_plain(
+            {**validation_summary(original, policy), "warnings": list(input_warnings)}
+        ),
         run=_plain(dict(run or {})),
         risk=_plain(_risk_section(original, table.frame, policy)),
     )

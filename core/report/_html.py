@@ -545,6 +545,9 @@ def _validation(report: ReleaseReport) -> str:
         f"checked against the schema derived from the policy ({escape(v.get('schema', ''))})."
         + (f" Identifier column(s) dropped: {escape(', '.join(dropped))}." if dropped else "")
         + "</p>"
+        + "".join(
+            f"<p class='note'><b>Warning:</b> {escape(w)}</p>" for w in v.get("warnings") or []
+        )
         + _table(
             ["column", "role", "type", "missing", "distinct", "declared range", "checks"],
             rows,

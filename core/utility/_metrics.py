@@ -55,7 +55,13 @@ def _entropy_bits(
     released: pd.Series,
     positions: np.ndarray,
 ) -> tuple[float, float]:
-    """(bits lost by the release, bits lost if every record were suppressed) for one column."""
+    """(bits lost by the release, bits lost if every record were suppressed) for one column.
+
+    A column with no present value (missing in every record: allowed with ``nullable: true``,
+    and a validation warning) holds no information, so no release can lose any of it.
+    """
+    if len(domain.leaves) == 0:
+        return 0.0, 0.0
     n = float(len(original))
     leaf_of = {str(leaf): i for i, leaf in enumerate(domain.leaves)}
     counts = domain.counts.astype(float)

@@ -9,11 +9,13 @@ salary class on the original does no better than the majority rate.
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
+from privgate.core.hospital_data import write_admissions_csv
 from privgate.core.policy import load_policy
 from privgate.flows.cli import main
 
@@ -76,3 +78,40 @@ def test_run_prints_logs_and_records_the_flags(shared_data, tmp_path, capfd):
     }
     html = (folder / "report.html").read_text(encoding="utf-8")
     assert "<b>Flagged</b>" in html and "generalized away" in html and "at chance" in html
+
+
+def test_flow_logs_and_records_an_entirely_missing_quasi_identifier(tmp_path, capfd):
+    """The release flow on generated admissions whose ``language`` is empty in every row
+    (declared nullable): validation's warning is in the run log, the manifest and the report;
+    the column, one missing value in every record, is also flagged by the gate."""
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.release import release_flow
+
+    data = write_admissions_csv(tmp_path / "admissions.csv", n_patients=600, seed=7)
+    frame = pd.read_csv(data, dtype=str, keep_default_na=False)
+    frame["language"] = ""
+    frame.to_csv(data, index=False)
+    outcome = release_flow(
+        ReleaseParameters(
+            policy_path=str(REPO / "policies" / "hospital.yaml"),
+            release_date=date(2026, 11, 25),
+            overrides={
+                "input.path": str(data),
+                "output.directory": str(tmp_path / "releases"),
+                "columns.language.nullable": True,
+            },
+        )
+    )
+    assert outcome["published"]
+    warning = (
+        f"column 'language' (quasi_identifier) is missing in all {len(frame)} rows: check the "
+        "export and the policy's column mapping; it carries no information"
+    )
+    out, err = capfd.readouterr()
+    assert f"validate: {warning}" in out + err
+    folder = Path(outcome["path"])
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["input"]["warnings"] == [warning]
+    assert manifest["gate"]["measurements"]["generalized_away"]["language"] is None
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    assert "<b>Warning:</b> column &#x27;language&#x27; (quasi_identifier) is missing" in html

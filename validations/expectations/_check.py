@@ -26,10 +26,12 @@ def check_policy_input(policy: ReleasePolicy, docs_dir: str | Path | None = None
     dict
         ``valid``, ``input`` (path, sha256, rows, columns), ``schema`` (pandera: ``success``,
         ``problems``, ``message``, ``error``: the error type it raised) and ``expectations``
-        (the input suite's summary); ``data_docs`` when ``docs_dir`` is given.
+        (the input suite's summary), ``warnings``
+        (:func:`privgate.validations.schema.input_warnings`: they leave the input valid);
+        ``data_docs`` when ``docs_dir`` is given.
     """
     from privgate.core import stages
-    from privgate.validations.schema import validate_input
+    from privgate.validations.schema import input_warnings, validate_input
 
     ingested = stages.ingest(policy)
     hierarchies = stages.load_hierarchies(policy)
@@ -56,6 +58,9 @@ def check_policy_input(policy: ReleasePolicy, docs_dir: str | Path | None = None
         },
         "schema": schema,
         "expectations": summary,
+        # Facts about a valid input a data owner should see (an entirely missing
+        # quasi-identifier); they do not make it invalid.
+        "warnings": input_warnings(frame, policy),
     }
     if docs_dir is not None:
         outcome["data_docs"] = write_data_docs([summary], docs_dir)
@@ -87,6 +92,8 @@ def format_validation(outcome: Mapping[str, Any]) -> str:
         lines.append(f"  {'PASS' if entry['success'] else 'FAIL'}  {format_check(entry)}")
     for kind, path in (outcome.get("data_docs") or {}).items():
         lines.append(f"data docs ({kind}): {path}")
+    for warning in outcome.get("warnings", []):
+        lines.append(f"warning:  {warning}")
     if outcome["valid"]:
         lines.append("result:   VALID")
     else:
