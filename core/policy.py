@@ -947,6 +947,10 @@ class DifferentialPrivacySpec(_Strict):
     aim_rounds: int | None = Field(default=None, ge=1, le=10_000)
     search_share: float = Field(default=0.1, gt=0, lt=1)
     steps: int | None = Field(default=None, ge=1, le=1000)
+    #: The column naming the person when a table holds several records per person (an
+    #: identifier, never published). The privacy unit is then one person: each person's records
+    #: are bounded to one before any mechanism sees them (docs/PRIVACY.md §1).
+    person_key: str | None = Field(default=None, exclude_if=lambda value: value is None)
     budget: DPBudgetSpec
 
     @model_validator(mode="before")
@@ -1377,6 +1381,20 @@ class ReleasePolicy(_Strict):
                 f"{self.ranking.tiers}"
             )
 
+    def _check_dp_person_key(self, dp: DifferentialPrivacySpec) -> None:
+        """A DP person key names a declared identifier column: it is read to bound each
+        person's records, and never released."""
+        key = dp.person_key
+        if key is None:
+            return
+        if key not in self.columns:
+            raise ValueError(f"differential_privacy.person_key: unknown column {key!r}")
+        if self.columns[key].role is not Role.IDENTIFIER:
+            raise ValueError(
+                f"differential_privacy.person_key: column {key!r} must have role 'identifier' "
+                "(a person key names the individual and is never published)"
+            )
+
     def _check_differential_privacy(self) -> None:
         dp = self.differential_privacy
         if dp is None:
@@ -1386,6 +1404,7 @@ class ReleasePolicy(_Strict):
                 "algorithm: a differentially private release is produced by "
                 "differential_privacy.method; remove the 'algorithm' section"
             )
+        self._check_dp_person_key(dp)
         thresholds = self.utility.thresholds if self.utility is not None else None
         if thresholds is not None:
             unsupported = [
@@ -1471,6 +1490,14 @@ class ReleasePolicy(_Strict):
     @property
     def quasi_identifiers(self) -> list[str]:
         return self._by_role(Role.QUASI_IDENTIFIER)
+
+    @property
+    def person_key(self) -> str | None:
+        """The column naming the individual (``privacy.person_key`` or
+        ``differential_privacy.person_key``), or None when every record is its own person."""
+        if self.privacy is not None:
+            return self.privacy.person_key
+        return self.differential_privacy.person_key if self.differential_privacy else None
 
     @property
     def dp_released_columns(self) -> list[str]:

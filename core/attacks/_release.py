@@ -103,10 +103,13 @@ def split_control(frame: pd.DataFrame, policy: ReleasePolicy) -> ControlSplit:
     spec = policy.attacks
     if spec is None:
         raise ValueError("the policy has no 'attacks' section")
-    person_key = policy.privacy.person_key if policy.privacy is not None else None
+    person_key = policy.person_key
     if policy.is_differentially_private:
-        held = record_coins(frame, spec.seed) < spec.control_fraction
-        unit = "records"
+        # Each coin depends only on one record (or, with a person key, only on the person's
+        # key): the split is 1-stable at the policy's privacy unit.
+        coined = frame if person_key is None else frame[[person_key]]
+        held = record_coins(coined, spec.seed) < spec.control_fraction
+        unit = "records" if person_key is None else "persons"
     elif person_key is None:
         held = control_mask(len(frame), spec.control_fraction, spec.seed)
         unit = "records"

@@ -10,16 +10,38 @@ person's own records and the secret, never on other people's data, so removing a
 exactly that person's kept record and leaves every other kept record as it was. The person key
 column is dropped: it is never published.
 
-This module is the bounding rule only; the DP branch does not call it yet (see the report of
-issue 13): until it does, a DP policy with a person key is refused by the policy model.
+The DP branch applies it (:func:`bound_persons`) to the whole input before the declared-domain
+rule and before any mechanism, when the policy declares ``differential_privacy.person_key``.
+The secret is the data owner's (:func:`bounding_secret`, a file in the privgate data
+directory): the 1-stability above holds for any fixed secret, public or not; keeping it private
+only hides *which* of a person's records was used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
+
+from privgate.core.locations import data_dir, ensure_private_dir, restrict_file
+
+__all__ = [
+    "BOUNDING_SECRET_FILE",
+    "BoundedInput",
+    "bound_persons",
+    "bounding_secret",
+    "keep_one_record_per_person",
+    "privacy_unit",
+    "record_digest",
+]
+
+#: The data owner's bounding secret, in the privgate data directory (0600).
+BOUNDING_SECRET_FILE = "dp-person-bounding.key"
 
 
 def record_digest(record: tuple[object, ...], secret: bytes) -> bytes:
@@ -51,3 +73,87 @@ def keep_one_record_per_person(frame: pd.DataFrame, person_key: str, secret: byt
             chosen[person] = (digest, position)
     positions = [position for _, position in sorted(chosen.values())]
     return frame.iloc[positions][content_columns].reset_index(drop=True)
+
+
+def bounding_secret(folder: str | Path | None = None) -> bytes:
+    """The data owner's bounding secret: 32 random bytes kept in ``folder`` (default: the
+    privgate data directory), created on first use.
+
+    Created as a private temporary file and then hard-linked into place, so two workers that
+    start at once agree on one secret (the second link fails and that worker reads the first's).
+    """
+    folder = ensure_private_dir(folder if folder is not None else data_dir())
+    path = folder / BOUNDING_SECRET_FILE
+    if not path.exists():
+        candidate = folder / f".{BOUNDING_SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+        candidate.write_text(secrets.token_hex(32) + "\n", encoding="ascii")
+        restrict_file(candidate)
+        try:
+            os.link(candidate, path)
+        except FileExistsError:
+            pass
+        finally:
+            candidate.unlink()
+    text = path.read_text(encoding="ascii").strip()
+    try:
+        secret = bytes.fromhex(text)
+    except ValueError:
+        secret = b""
+    if len(secret) < 16:
+        raise ValueError(
+            f"{path}: the person-bounding secret must be at least 16 bytes written as hex; "
+            "remove the file to have a new one made"
+        )
+    return secret
+
+
+@dataclass(frozen=True)
+class BoundedInput:
+    """The table the DP mechanisms see, and owner-only facts about how it was made.
+
+    ``owner`` (input rows, persons) is **not** differentially private: the data owner's log only.
+    """
+
+    frame: pd.DataFrame
+    unit: str
+    owner: dict
+
+
+def privacy_unit(person_key: str | None) -> str:
+    """The privacy unit in words, as the manifest and the report state it."""
+    if person_key is None:
+        return "one record (added or removed)"
+    return (
+        f"one person (added or removed, with all of their records; person key {person_key!r}): "
+        "each person's records are bounded to one before any mechanism"
+    )
+
+
+def bound_persons(
+    frame: pd.DataFrame, person_key: str | None, secret: bytes | None = None
+) -> BoundedInput:
+    """The DP input at the policy's privacy unit.
+
+    Without a person key every record is its own person and the table is returned as is. With
+    one, :func:`keep_one_record_per_person` keeps one record per person (under ``secret``,
+    default :func:`bounding_secret`) and drops the key column, so every sensitivity stated for
+    one record holds for one person.
+    """
+    if person_key is None:
+        return BoundedInput(frame, privacy_unit(None), {})
+    if person_key in frame and frame[person_key].isna().any():
+        rows = [int(i) for i in frame.index[frame[person_key].isna()][:5]]
+        raise ValueError(
+            f"differential_privacy.person_key: column {person_key!r} is missing in "
+            f"{int(frame[person_key].isna().sum())} row(s) (first: {rows}); every record must "
+            "name its person"
+        )
+    persons = int(frame[person_key].nunique(dropna=False)) if person_key in frame else 0
+    bounded = keep_one_record_per_person(
+        frame, person_key, secret if secret is not None else bounding_secret()
+    )
+    return BoundedInput(
+        bounded,
+        privacy_unit(person_key),
+        {"bounded_input_rows": len(frame), "bounded_persons": persons},
+    )

@@ -19,6 +19,7 @@ from datetime import date
 
 from privgate.core.dp.gate import verify_dp_release
 from privgate.core.dp.ledger import BudgetLedger, configured_ledger_url, ledger_exists
+from privgate.core.dp.person_bounding import privacy_unit
 from privgate.core.dp.release import COUNT_COLUMN, DPTable, expected_absolute_noise, open_ledger
 from privgate.core.gate import GateDecision
 from privgate.core.manifest import output_facts, package_version
@@ -213,7 +214,7 @@ def build_dp_manifest(
             "method": policy.differential_privacy.method,
             "epsilon": table.epsilon,
             "delta": table.delta,
-            "privacy_unit": "one record (added or removed)",
+            "privacy_unit": privacy_unit(policy.person_key),
             "declared_domains": table.domains,
             "budget_split": table.budget_split,
             "spends": table.spends,
@@ -266,6 +267,7 @@ def summary_markdown(
         f"- method: {policy.differential_privacy.method}, class: "
         f"{table.domains.get('class_column')} (declared classes {table.domains.get('classes')})",
         f"- this release's draws compose to epsilon = {table.epsilon:g} (delta = {table.delta:g})",
+        f"- privacy unit: {privacy_unit(policy.person_key)}",
         f"- lifetime budget epsilon = {m.get('budget_epsilon')}, spent "
         f"{m.get('spent_epsilon')}, remaining {remaining[0]}",
         f"- {len(table.frame)} leaf partitions",

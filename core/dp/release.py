@@ -8,6 +8,10 @@ What this module guarantees (the analysis is in ``docs/PRIVACY.md``):
   clamped to their bounds, record by record (:func:`restrict_to_declared_domains`), so a
   neighbouring table (one record added or removed) still differs in at most one record, and no
   cut, label, sensitivity or scale depends on the data.
+* **People, not rows, when declared.** With ``differential_privacy.person_key`` each person's
+  records are bounded to one before anything else (:func:`~privgate.core.dp.person_bounding.
+  bound_persons`), so a neighbouring table (one *person* added or removed) differs in at most
+  one record of what the mechanisms see.
 * **Paid before drawn, replayable after a crash.** :func:`run_dp_release` draws through a
   :class:`~privgate.core.dp.journal.JournaledAccountant`: the release's whole ε is reserved in
   the ledger before the first draw (a release that cannot be paid for in full is refused before
@@ -32,6 +36,7 @@ import pandas as pd
 from privgate.core.dp._accountant import Accountant
 from privgate.core.dp.journal import JournaledAccountant
 from privgate.core.dp.ledger import BudgetLedger, configured_ledger_url
+from privgate.core.dp.person_bounding import bound_persons
 from privgate.core.hierarchy import Hierarchy, value_key
 from privgate.core.policy import ColumnType, ReleasePolicy
 
@@ -357,12 +362,22 @@ def run_dp_release(
     accountant = JournaledAccountant(
         ledger, policy.dataset, release_id, run_id, budget=(dp.epsilon, dp.delta)
     )
+    bounded = bound_persons(frame, dp.person_key)
+    if dp.person_key is not None:
+        _log.info(
+            "dp: privacy unit one person (%r); owner-side, not published: %d records of %d "
+            "persons bounded to one record each",
+            dp.person_key,
+            bounded.owner["bounded_input_rows"],
+            bounded.owner["bounded_persons"],
+        )
     if dp.releases_microdata:
         from privgate.core.dp.microdata import microdata_release
 
-        table = microdata_release(frame, policy, hierarchies, accountant)
+        table = microdata_release(bounded.frame, policy, hierarchies, accountant)
     else:
-        table = dp_release(frame, policy, hierarchies, accountant)
+        table = dp_release(bounded.frame, policy, hierarchies, accountant)
+    table = DPTable(**{**table.__dict__, "owner": {**table.owner, **bounded.owner}})
     _log.info(
         "dp: %d rows, spent (epsilon=%g, delta=%g) in %d draws (%d replayed); owner-side, "
         "not published: %d input rows, %d kept by the declared-domain rule, excluded %s, "

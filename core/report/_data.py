@@ -212,7 +212,7 @@ def _risk_section(original: pd.DataFrame, release: pd.DataFrame, policy: Release
     risk = policy.privacy.risk if policy.privacy is not None else None
     threshold = risk.highest if risk is not None and risk.highest else DEFAULT_THRESHOLD
     size = risk.population_size if risk is not None else None
-    key = policy.privacy.person_key if policy.privacy is not None else None
+    key = policy.person_key
     section: dict = {}
     for name, frame, person_key in (
         ("before", original, key if key in original else None),

@@ -71,7 +71,7 @@ def analyse_policy(
         population_size = risk.population_size
     if threshold is None:
         threshold = risk.highest if risk is not None and risk.highest else DEFAULT_THRESHOLD
-    person_key = policy.privacy.person_key if policy.privacy is not None else None
+    person_key = policy.person_key
     tables = [("input", read_table(policy.input), person_key)]
     if release is not None:
         frame = read_release_frame(release)

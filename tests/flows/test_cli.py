@@ -213,6 +213,27 @@ def test_dp_dry_run_through_the_cli_draws_reserves_and_creates_nothing(
     )
 
 
+def test_a_person_level_dp_dry_run_through_the_cli_draws_and_creates_nothing(
+    tmp_path, _private_data_dir
+):
+    """The hospital DP example (the patient is the privacy unit) as a user dry-runs it: exit 0,
+    the spend it would reserve, and no ledger, no bounding secret, no release behind."""
+    from privgate.core.dp.person_bounding import BOUNDING_SECRET_FILE
+    from privgate.core.hospital_data import write_admissions_csv
+
+    data = write_admissions_csv(tmp_path / "admissions.csv", n_patients=200, seed=3)
+    result = _cli(
+        "run", "policies/hospital-dp.yaml", "--dry-run", "--input", str(data),
+        "--output", str(tmp_path / "out"), cwd=REPO,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "would reserve epsilon 1 of the 4 left (3 after it)" in result.stdout
+    assert "Traceback" not in result.stderr
+    assert not (_private_data_dir / "privacy-ledger.sqlite").exists()
+    assert not (_private_data_dir / BOUNDING_SECRET_FILE).exists()
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("release.csv"))
+
+
 def test_a_blocked_run_prints_its_report_path(tmp_path, capsys, monkeypatch):
     """The refusal's report path goes to stdout (scripts read it), the decision to stderr."""
     from privgate.core.exceptions import GateBlockedError

@@ -178,7 +178,7 @@ def build_input_suite(
                     value=hierarchy.length,
                 )
             )
-        person_key = policy.privacy.person_key if policy.privacy is not None else None
+        person_key = policy.person_key
         if spec.role.value == "identifier" and name != person_key:  # a person key repeats
             expectations.append(
                 tagged_expectation(
