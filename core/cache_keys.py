@@ -66,7 +66,7 @@ def stage_tokens(policy: ReleasePolicy, input_sha256: str) -> StageTokens:
         anonymize = tuple(section for section in anonymize if section != "ranking")
     # With an attacks section the ranking and the release are made from the records left after
     # the control split: which records those are is part of what both stages read.
-    held_out = _control_split(policy)
+    held_out = _control_split(policy) + _history_search(policy)
     return StageTokens(
         ingest=cache_token(policy, input_sha256, *STAGE_SECTIONS["ingest"]),
         rank=cache_token(policy, input_sha256 + held_out, *STAGE_SECTIONS["rank"]),
@@ -80,6 +80,14 @@ def _control_split(policy: ReleasePolicy) -> str:
     if spec is None:
         return ""
     return f":control={spec.control_fraction!r}:seed={spec.seed}"
+
+
+def _history_search(policy: ReleasePolicy) -> str:
+    """The release history's search settings as text ("" without a history check): the
+    search's k margin and the key column whose values the release table carries."""
+    if policy.history_key is None or policy.history is None:
+        return ""
+    return f":history-key={policy.history_key}:margin={policy.history.margin!r}"
 
 
 def utility_token(anonymize_token: str, policy: ReleasePolicy) -> str:

@@ -1050,8 +1050,11 @@ class HistorySpec(_Strict):
     fewer than k candidate records or fewer than l possible sensitive values first loses those
     people within the suppression limit, and is blocked otherwise (see privgate.core.history).
 
-    Not enforced yet: the release flow neither checks nor records the history (issue 20), so
-    ``check: true`` is refused by validation instead of publishing as if it had passed.
+    The release flow enforces it: the search asks for larger classes (``margin``), the
+    people the combination would expose are removed before staging, the gate re-checks the
+    written release against the history, and publishing records the release in the history
+    in the same transaction (``PRIVGATE_HISTORY_URL``, default a file in the privgate data
+    directory).
     """
 
     check: bool = True
@@ -1328,14 +1331,11 @@ class ReleasePolicy(_Strict):
                 "history: differentially private releases compose through the ε ledger; the "
                 "release history is for k-anonymous releases"
             )
-        if self.history.check:
-            # Refused rather than ignored: the release flow does not yet check a release
-            # against the history nor record it on publish (issue 20), and a policy that
-            # declares the check must not publish as if it had passed.
+        if self.history.check and self.algorithm.name is Algorithm.TIERED:
             raise ValueError(
-                "history.check: the release flow does not check releases against the release "
-                "history yet (issue 20); remove the history section or set check: false. The "
-                "store, the criterion and `privgate history` exist; the flow integration does not"
+                "history.check: a tiered run makes several releases at once, and the release "
+                "history checks one release per run against the earlier ones; use a single-"
+                "release algorithm (e.g. 'optimal') or set history.check: false"
             )
         key = self.history.key
         if key is None:
@@ -1348,6 +1348,12 @@ class ReleasePolicy(_Strict):
             raise ValueError(
                 f"history.key: {key!r} is not an identifier column of the policy; the key is "
                 "never published, so it must be declared with role: identifier"
+            )
+        person_key = self.privacy.person_key if self.privacy is not None else None
+        if self.history.check and person_key is not None and self.history_key != person_key:
+            raise ValueError(
+                f"history.key: with privacy.person_key {person_key!r} the history follows "
+                f"the same persons; set history.key: {person_key}"
             )
 
     @property

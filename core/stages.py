@@ -16,7 +16,8 @@ written; until then a released row carries its original record's index.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,15 @@ from privgate.core.gate import (
     verify_table,
 )
 from privgate.core.hierarchy import Hierarchy, hierarchies_for
+from privgate.core.history import (
+    HistoryEntry,
+    PastRelease,
+    check_written_release,
+    history_requirements,
+    protect_across_releases,
+    removal_budget,
+    with_history,
+)
 from privgate.core.ingest import read_table
 from privgate.core.metrics import precision, table_loss
 from privgate.core.policy import ReleasePolicy
@@ -61,8 +71,11 @@ __all__ = [
     "fingerprint_input",
     "ingest",
     "load_hierarchies",
+    "protect_against_history",
     "rank",
     "stage",
+    "stage_and_check",
+    "stage_and_verify",
     "verify",
 ]
 
@@ -159,6 +172,9 @@ class AnonymizedTable:
     persons: np.ndarray | None = None
     input_persons: int | None = None
     reference: dict | None = None
+    #: Each kept row's history key (aligned with ``frame``) when the policy checks the release
+    #: history: who went into which class, recorded privately on publication.
+    history_keys: np.ndarray | None = None
 
     def gate_facts(self) -> dict:
         """The private facts as keyword arguments of :func:`verify` (those that are set)."""
@@ -213,12 +229,15 @@ def anonymize(
         result = algorithm.anonymize(data.covering(planned.covered))
         release = release_table(frame, result, setup.released_columns)
         metrics = _metrics(frame, release, result, setup, planned, started)
-        persons = input_persons = None
+        persons = input_persons = history_keys = None
+        kept = ~np.asarray(result.suppressed, dtype=bool)
         if setup.person_key is not None:
             keys = frame[setup.person_key].astype("string").to_numpy(dtype=object)
-            persons = keys[~np.asarray(result.suppressed, dtype=bool)]
+            persons = keys[kept]
             input_persons = len(set(keys.tolist()))
             metrics["input_persons"] = input_persons
+        if setup.history_key is not None:
+            history_keys = frame[setup.history_key].astype("string").to_numpy(dtype=object)[kept]
         tables.append(
             AnonymizedTable(
                 release,
@@ -229,6 +248,7 @@ def anonymize(
                 persons=persons,
                 input_persons=input_persons,
                 reference=reference,
+                history_keys=history_keys,
             )
         )
         started = time.perf_counter()
@@ -278,20 +298,21 @@ def stage(table: AnonymizedTable, policy: ReleasePolicy, release_id: str) -> Sta
 #: A column name no policy declares (it starts with a NUL character): carries each row's
 #: person key through the shuffle, then is removed before writing.
 _PERSON_COLUMN = "\x00person"
+_HISTORY_COLUMN = "\x00history"
 
 
 def _stage(
     table: AnonymizedTable, policy: ReleasePolicy, release_id: str
-) -> tuple[StagedRelease, np.ndarray | None]:
-    """Stage the release; with a person key, also each written row's person, in written order
-    (shuffled with the rows, kept in memory, never written)."""
+) -> tuple[StagedRelease, np.ndarray | None, np.ndarray | None]:
+    """Stage the release; with a person key (a history key), also each written row's person
+    (history key), in written order (shuffled with the rows, kept in memory, never written)."""
     frame = table.frame
-    if table.persons is not None:
-        frame = frame.assign(**{_PERSON_COLUMN: table.persons})
+    private = {_PERSON_COLUMN: table.persons, _HISTORY_COLUMN: table.history_keys}
+    private = {name: values for name, values in private.items() if values is not None}
+    if private:
+        frame = frame.assign(**private)
     shuffled = shuffle_rows(frame)
-    persons = None
-    if table.persons is not None:
-        persons = shuffled.pop(_PERSON_COLUMN).to_numpy(dtype=object)
+    aligned = {name: shuffled.pop(name).to_numpy(dtype=object) for name in private}
     staged = stage_release(
         shuffled,
         policy.output.directory,
@@ -300,7 +321,7 @@ def _stage(
         policy.output.format,
         file_mode=policy.output.mode,
     )
-    return staged, persons
+    return staged, aligned.get(_PERSON_COLUMN), aligned.get(_HISTORY_COLUMN)
 
 
 def stage_and_verify(
@@ -314,18 +335,89 @@ def stage_and_verify(
     """Stage the release and verify the file as written, with the table's private facts (the
     person of each written row, the t-closeness reference); with the policy's ``attacks`` and
     the run's control ``split``, also attack the file as written (:func:`attack`)."""
-    staged, persons = _stage(table, policy, release_id)
+    staged, decision, _ = stage_and_check(table, setup, policy, release_id, input_rows, split)
+    return staged, decision
+
+
+def stage_and_check(
+    table: AnonymizedTable,
+    setup: SearchSetup,
+    policy: ReleasePolicy,
+    release_id: str,
+    input_rows: int | None,
+    split: ControlSplit | None = None,
+    past: Sequence[PastRelease] | None = None,
+) -> tuple[StagedRelease, GateDecision, HistoryEntry | None]:
+    """:func:`stage_and_verify`, and with the release history's ``past`` releases (a policy
+    with ``history.check``) the cross-release criterion on the written file too. Returns the
+    history entry that publishing the release records (None without a history)."""
+    staged, persons, history_keys = _stage(table, policy, release_id)
     facts = table.gate_facts()
     if persons is not None:
         facts["persons"] = persons
+    entry = None
     try:
         decision = verify(staged.release_file, setup, input_rows, covered=table.covered, **facts)
         if split is not None:
             decision = attack(staged.release_file, decision, split, policy, setup.hierarchies)
+        if past is not None:
+            if history_keys is None:
+                raise AnonymizationError(
+                    "history.check: the release has no history keys to check against the "
+                    "release history"
+                )
+            result, entry = check_written_release(
+                staged.release_file, history_keys, policy, past, release_id
+            )
+            decision = with_history(decision, result, policy, entry)
     except BaseException:
         discard(staged)  # the caller never receives it: clean up here
         raise
-    return staged, decision
+    return staged, decision, entry
+
+
+def protect_against_history(
+    table: AnonymizedTable,
+    policy: ReleasePolicy,
+    past: Sequence[PastRelease],
+    release_id: str,
+) -> AnonymizedTable:
+    """Remove from ``table`` the people its combination with the ``past`` releases would
+    expose (:func:`~privgate.core.history.protect_across_releases`), within what is left of
+    the suppression limit; the removed rows count as suppressed. The gate re-checks the
+    written result, so a release that could not be protected within the limit is blocked."""
+    if table.history_keys is None:
+        raise AnonymizationError("history.check: the release table has no history keys")
+    k, l_required = history_requirements(policy)
+    qis = list(policy.quasi_identifiers)
+    frame = table.frame
+    class_ids = pd.factorize(pd.MultiIndex.from_frame(frame[qis].astype("string").fillna("")))[0]
+    sensitive = {c: frame[c].astype("string").fillna("").to_numpy(dtype=object) for c in l_required}
+    if table.input_persons is not None:  # the limit counts persons (privacy.person_key)
+        units = table.input_persons
+        suppressed = units - len(set(table.persons.tolist()))
+    else:
+        units, suppressed = len(table.result.suppressed), table.result.n_suppressed
+    keep, _ = protect_across_releases(
+        release_id, table.history_keys, class_ids, sensitive, past,
+        k=k, l_required=l_required, max_removed=removal_budget(policy, units, suppressed),
+    )  # fmt: skip
+    removed = int((~keep).sum())
+    metrics = {**table.metrics, "removed_by_history": removed}
+    if not removed:
+        return replace(table, metrics=metrics)
+    mask = np.asarray(table.result.suppressed, dtype=bool).copy()
+    mask[np.flatnonzero(~mask)[~keep]] = True
+    result = replace(table.result, suppressed=mask)
+    metrics.update(suppressed=int(mask.sum()), release_rows=int(keep.sum()))
+    return replace(
+        table,
+        frame=frame.loc[keep],
+        result=result,
+        metrics=metrics,
+        persons=None if table.persons is None else table.persons[keep],
+        history_keys=table.history_keys[keep],
+    )
 
 
 def attack(

@@ -40,6 +40,7 @@ from privgate.core.exceptions import (
     UtilityBlockedError,
 )
 from privgate.core.gate import GateDecision
+from privgate.core.history import HistoryEntry, PastRelease, searched_policy
 from privgate.core.manifest import build_manifest, release_id_for, run_facts
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import StagedRelease, discard, published_by, sha256_file
@@ -51,6 +52,7 @@ from privgate.tasks.anonymize import anonymize_task
 from privgate.tasks.expectations import input_expectations_task, release_expectations_task
 from privgate.tasks.fingerprint import fingerprint_task
 from privgate.tasks.gate import gate_task
+from privgate.tasks.history import history_past_task, history_protect_task, history_record_task
 from privgate.tasks.ingest import ingest_task
 from privgate.tasks.publish import publish_task
 from privgate.tasks.rank import rank_task
@@ -113,7 +115,13 @@ def _release(parameters: ReleaseParameters) -> State:
         run = replace(run, split=split_control(validated, policy))
         validated = run.split.kept
     ranking = rank_task(validated, policy, opened.tokens.rank) if policy.ranking else None
-    tables = anonymize_task(validated, policy, setup, opened.tokens.anonymize, ranking=ranking)
+    searched = setup  # with a release history the search asks for larger classes (a margin)
+    if policy.history_key is not None:
+        searched = SearchSetup.from_policy(searched_policy(policy), setup.hierarchies)
+    tables = anonymize_task(validated, policy, searched, opened.tokens.anonymize, ranking=ranking)
+    if policy.history_key is not None:  # who the earlier releases would expose leaves first
+        run = replace(run, past=history_past_task(policy, release_id))
+        tables = [history_protect_task(t, policy, run.past, release_id) for t in tables]
     verified: list[_Verified] = []
     try:  # every release the policy publishes is verified before any is published
         for table in select_releases(tables, setup):
@@ -161,6 +169,8 @@ class _Run:
     split: ControlSplit | None = None
     #: What validation found about a valid input (an entirely missing quasi-identifier).
     input_warnings: tuple[str, ...] = ()
+    #: The earlier releases of the dataset (a policy with ``history.check``), else None.
+    past: list[PastRelease] | None = None
 
 
 @dataclass(frozen=True)
@@ -173,6 +183,8 @@ class _Verified:
     report: ReleaseReport
     decision: GateDecision
     outcome: dict
+    #: What publishing records in the release history (None without a history check).
+    history: HistoryEntry | None = None
 
 
 def _verify(
@@ -198,9 +210,12 @@ def _verify(
     except UtilityBlockedError as exc:
         utility_decision = exc.decision
     staged: StagedRelease | None = None
+    entry: HistoryEntry | None = None
     try:
         input_rows = run.ingested.rows if run.split is None else len(run.split.kept)
-        staged, decision = gate_task(table, run.setup, policy, release_id, input_rows, run.split)
+        staged, decision, entry = gate_task(
+            table, run.setup, policy, release_id, input_rows, run.split, run.past
+        )
     except GateBlockedError as exc:
         decision = exc.decision
     run_id = str(flow_run.get_id() or "")
@@ -295,7 +310,7 @@ def _verify(
         "utility_gate": utility_decision.to_dict(),
         "metrics": table.metrics,
     }
-    return _Verified(staged, manifest, report, decision, outcome)
+    return _Verified(staged, manifest, report, decision, outcome, entry)
 
 
 def _publish(
@@ -312,8 +327,11 @@ def _publish(
                 log.info("dry run: release %s verified, not published", item.staged.release_id)
         else:
             earlier = [published_by(item.staged.final_dir) for item in verified]
-            with transaction():
+            with transaction():  # published and recorded in the history, or neither
                 paths = [publish_task(item.staged, item.manifest) for item in verified]
+                for item, path in zip(verified, paths, strict=True):
+                    if item.history is not None:
+                        history_record_task(policy, item.history, str(path))
             for item, path, run in zip(verified, paths, earlier, strict=True):
                 if run is None:
                     log.info("released %s: %s", path, item.decision.summary)

@@ -18,6 +18,7 @@ from privgate.core.anonymize import SearchSetup
 from privgate.core.attacks import ControlSplit
 from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
+from privgate.core.history import HistoryEntry, PastRelease
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import StagedRelease, discard
 
@@ -30,16 +31,21 @@ def gate_task(
     release_id: str,
     input_rows: int,
     split: ControlSplit | None = None,
-) -> tuple[StagedRelease, GateDecision]:
+    past: list[PastRelease] | None = None,
+) -> tuple[StagedRelease, GateDecision, HistoryEntry | None]:
     """Write to staging and verify the file as written, over the quasi-identifiers the run
     planned the release to cover (and, with the policy's ``attacks``, attack it against the
-    run's held-out control ``split``).
+    run's held-out control ``split``; with the release history's ``past`` releases, check the
+    combination).
 
-    Returns the staged release and the decision when it passes; when it is blocked, the
-    staging folder is removed and :class:`GateBlockedError` (holding the decision) is raised.
+    Returns the staged release, the decision and the history entry publishing would record
+    (None without a history) when it passes; when it is blocked, the staging folder is
+    removed and :class:`GateBlockedError` (holding the decision) is raised.
     """
     started = time.perf_counter()
-    staged, decision = stages.stage_and_verify(table, setup, policy, release_id, input_rows, split)
+    staged, decision, entry = stages.stage_and_check(
+        table, setup, policy, release_id, input_rows, split, past
+    )
     log = get_run_logger()
     (log.info if decision.passed else log.error)(
         "gate: %s (%.2fs)", decision.summary, time.perf_counter() - started
@@ -49,4 +55,4 @@ def gate_task(
     if not decision.passed:
         discard(staged)
         raise GateBlockedError(f"gate blocked release {release_id}: {decision.summary}", decision)
-    return staged, decision
+    return staged, decision, entry

@@ -111,6 +111,9 @@ class SearchSetup:
     release_tiers: tuple[int, ...] | None = None
     accept_narrower_coverage: bool = False
     person_key: str | None = None
+    #: The identifier naming a record or person from one release to the next, when the policy
+    #: checks releases against the release history (``history.check``); never published.
+    history_key: str | None = None
     #: The release's file format (``csv`` or ``parquet``): how the gate reads values back.
     output_format: str = "csv"
     max_evaluations: int = 3000
@@ -156,6 +159,7 @@ class SearchSetup:
             release_tiers=tuple(spec.release_tiers) if spec.release_tiers else None,
             accept_narrower_coverage=bool(spec.accept_narrower_coverage),
             person_key=policy.privacy.person_key,
+            history_key=policy.history_key,
             output_format=policy.output.format,
             max_evaluations=spec.max_evaluations or 3000,
         )

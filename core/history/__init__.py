@@ -14,6 +14,14 @@ from privgate.core.history._criterion import (
     protect_across_releases,
     release_snapshot,
 )
+from privgate.core.history._release import (
+    HistoryEntry,
+    check_written_release,
+    history_requirements,
+    removal_budget,
+    searched_policy,
+    with_history,
+)
 from privgate.core.history._store import (
     HISTORY_URL_VARIABLE,
     PastRelease,
@@ -26,13 +34,19 @@ from privgate.core.history._store import (
 __all__ = [
     "HISTORY_URL_VARIABLE",
     "CrossReleaseResult",
+    "HistoryEntry",
     "PastRelease",
     "RecordedRelease",
     "ReleaseHistory",
     "check_cross_release",
+    "check_written_release",
     "configured_history_url",
     "exposure",
     "history_exists",
+    "history_requirements",
     "protect_across_releases",
     "release_snapshot",
+    "removal_budget",
+    "searched_policy",
+    "with_history",
 ]

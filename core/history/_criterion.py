@@ -270,9 +270,9 @@ def protect_across_releases(
 
     Repeats until the criterion holds (removing a person changes their classes' values and
     candidates, which can expose someone else). Returns the mask of rows to keep (all rows of a
-    removed person go) and the final result. It removes at most ``max_removed`` rows (what is
-    left of the suppression budget); beyond that the release is returned as it is with a
-    failing result, so the gate blocks it.
+    removed person go) and the final result. It removes at most ``max_removed`` people (what is
+    left of the suppression budget, in people: rows when every row is its own person); beyond
+    that the release is returned as it is with a failing result, so the gate blocks it.
     """
     people = np.asarray([str(p) for p in people], dtype=object)
     class_ids = np.asarray(class_ids)
@@ -288,6 +288,6 @@ def protect_across_releases(
         if result.passed:
             return keep, result
         doomed = np.isin(people, np.asarray(result.exposed, dtype=object)) & keep
-        if int((~keep).sum() + doomed.sum()) > max_removed:
+        if len(set(people[~keep | doomed].tolist())) > max_removed:
             return keep, result
         keep &= ~doomed

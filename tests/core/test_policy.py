@@ -461,17 +461,22 @@ def test_override_into_a_section_the_policy_lacks_is_validated_not_a_crash() -> 
         policy.with_overrides(**{"privacy.k.deeper": 3})
 
 
-def test_history_check_is_refused_while_the_flow_does_not_enforce_it():
-    """A declared cross-release check the flow would silently skip must not validate."""
+def test_history_check_names_its_key_and_refuses_what_it_cannot_check():
+    """The flow enforces ``history.check``; a key it cannot follow is refused when loading."""
     data = copy.deepcopy(BASE)
-    data["history"] = {"check": True}
-    with pytest.raises(ValueError, match="history.check: the release flow does not check"):
-        ReleasePolicy.model_validate(data)
-    data["history"] = {}  # check defaults to true
-    with pytest.raises(ValueError, match="history.check"):
-        ReleasePolicy.model_validate(data)
+    data["history"] = {}  # check defaults to true, the key to the only identifier
+    assert ReleasePolicy.model_validate(data).history_key == "person_id"
     data["history"] = {"check": False, "key": "person_id"}
     assert ReleasePolicy.model_validate(data).history_key is None
+    data["history"] = {"check": True, "key": "age"}
+    with pytest.raises(ValueError, match="history.key: 'age' is not an identifier column"):
+        ReleasePolicy.model_validate(data)
+    tiered = copy.deepcopy(data)
+    tiered["history"] = {"check": True}
+    tiered["algorithm"] = {"name": "tiered"}
+    tiered["ranking"] = {"target": "disease"}
+    with pytest.raises(ValueError, match="history.check: a tiered run makes several releases"):
+        ReleasePolicy.model_validate(tiered)
 
 
 def test_the_heuristic_takes_a_metric_and_an_evaluation_budget() -> None:

@@ -316,6 +316,19 @@ def build_release_suite(
     input_rows = int(manifest["input"].get("released_from_rows", manifest["input"]["rows"]))
     release_rows = int(manifest["output"]["rows"])
     allowed = math.floor(policy.privacy.suppression_limit * input_rows + 1e-9)
+    limit_source = (
+        f"manifest: input.rows = {input_rows}; policy: privacy.suppression_limit = "
+        f"{policy.privacy.suppression_limit:g}"
+    )
+    if policy.privacy.person_key is not None:
+        # The limit is a share of the persons, and a suppressed person takes all of their
+        # rows: the file alone cannot bound the rows (the gate checks the persons with the
+        # private row-to-person mapping), only that no row was added.
+        allowed = input_rows
+        limit_source = (
+            f"manifest: input.rows = {input_rows}; the suppression limit counts persons "
+            f"(privacy.person_key {policy.privacy.person_key!r}), checked by the gate"
+        )
     qis = policy.quasi_identifiers
     # A tiered release E is k-anonymous over tiers 1..E only (the manifest says which columns).
     covered = list(manifest.get("k_anonymity_covers") or qis)
@@ -350,8 +363,7 @@ def build_release_suite(
             "ExpectTableRowCountToBeBetween",
             "row_count_suppression",
             f"between {input_rows - allowed} and {input_rows} rows (at most {allowed} suppressed)",
-            f"manifest: input.rows = {input_rows}; policy: privacy.suppression_limit = "
-            f"{policy.privacy.suppression_limit:g}",
+            limit_source,
             min_value=input_rows - allowed,
             max_value=input_rows,
         ),

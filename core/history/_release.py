@@ -1,0 +1,126 @@
+"""The release history in a run: what the search asks for, what the gate checks, what is recorded.
+
+A policy with ``history: {check: true}`` makes the release flow (1) search for classes of
+``ceil(k * (1 + margin))`` records (:func:`searched_policy`), so people who leave on later
+nights do not take a class below k; (2) remove, before staging, the people the new release
+combined with every recorded one would expose, within the suppression limit
+(:func:`~privgate.core.history.protect_across_releases`); (3) check the *written* release
+against the history in the gate (:func:`check_written_release`), blocking it when anyone is
+still exposed; and (4) record it in the history in the same transaction as publishing it.
+
+The criterion's k is the policy's k and its l the policy's l-diversity levels read in their
+distinct-value form (``ceil(l)`` distinct values: necessary for every l-diversity variant,
+since entropy and recursive l-diversity both imply it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from privgate.core.gate import GateDecision, read_release
+from privgate.core.history._criterion import (
+    CrossReleaseResult,
+    check_cross_release,
+    release_snapshot,
+)
+from privgate.core.history._store import PastRelease
+from privgate.core.policy import ReleasePolicy
+
+__all__ = [
+    "HistoryEntry",
+    "check_written_release",
+    "history_requirements",
+    "removal_budget",
+    "searched_policy",
+    "with_history",
+]
+
+
+def history_requirements(policy: ReleasePolicy) -> tuple[int, dict[str, int]]:
+    """The criterion's k and, per sensitive column with l-diversity, its distinct-value l."""
+    privacy = policy.privacy
+    if privacy is None:
+        raise ValueError("the release history is for k-anonymous policies")
+    l_required: dict[str, int] = {}
+    for spec in privacy.l_diversity or []:
+        l_required[spec.column] = max(l_required.get(spec.column, 1), math.ceil(spec.l))
+    return int(privacy.k), l_required
+
+
+def searched_policy(policy: ReleasePolicy) -> ReleasePolicy:
+    """The policy the search runs with: ``k`` raised by ``history.margin`` (the gate and the
+    criterion still check the policy's own k)."""
+    if policy.history_key is None or policy.history is None or not policy.history.margin:
+        return policy
+    k = int(policy.privacy.k)
+    return policy.with_overrides(**{"privacy.k": math.ceil(k * (1 + policy.history.margin))})
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """What publishing a release adds to the history (owner-only, never published)."""
+
+    snapshot: PastRelease
+    key: str
+    class_labels: dict[int, list[str]] = field(default_factory=dict)
+    checks: dict = field(default_factory=dict)
+
+
+def check_written_release(
+    release_file,
+    keys: Sequence[object],
+    policy: ReleasePolicy,
+    past: Sequence[PastRelease],
+    release_id: str,
+) -> tuple[CrossReleaseResult, HistoryEntry]:
+    """The cross-release criterion on the release as written.
+
+    ``keys`` are the history key of each written row, in the written order (kept in memory by
+    the staging step, never written). Classes are the rows with equal quasi-identifier cells as
+    the file holds them, so the check sees exactly what a recipient downloads.
+    """
+    cells = read_release(release_file)
+    qis = list(policy.quasi_identifiers)
+    k, l_required = history_requirements(policy)
+    rows = len(keys)
+    frame = pd.DataFrame({q: cells[q] for q in qis}).fillna("")
+    if len(frame) != rows:
+        raise ValueError(f"{rows} history keys for {len(frame)} written rows")
+    class_ids, uniques = pd.factorize(pd.MultiIndex.from_frame(frame)) if rows else ([], [])
+    sensitive = {c: np.asarray(cells[c], dtype=object) for c in l_required}
+    snapshot = release_snapshot(release_id, list(keys), class_ids, sensitive)
+    result = check_cross_release(snapshot, past, k=k, l_required=l_required)
+    labels = {i: [str(v) for v in values] for i, values in enumerate(uniques)}
+    checks = {
+        "passed": result.passed,
+        "past_releases": len(past),
+        **result.measurements,
+    }
+    entry = HistoryEntry(snapshot, policy.history_key or "", labels, checks)
+    return result, entry
+
+
+def with_history(
+    decision: GateDecision,
+    result: CrossReleaseResult,
+    policy: ReleasePolicy,
+    entry: HistoryEntry,
+) -> GateDecision:
+    """The gate's decision with the cross-release criterion added (a block says how many
+    people the combination exposes, never who)."""
+    k, l_required = history_requirements(policy)
+    measurements = {**decision.measurements, "history": dict(entry.checks)}
+    if result.passed:
+        return GateDecision(decision.passed, list(decision.reasons), measurements)
+    reasons = [*decision.reasons, *result.reasons(k, l_required)]
+    return GateDecision(False, reasons, measurements)
+
+
+def removal_budget(policy: ReleasePolicy, units: int, suppressed: int) -> int:
+    """How many more rows the criterion may remove: what is left of the suppression limit."""
+    return max(math.floor(policy.privacy.suppression_limit * units) - suppressed, 0)

@@ -1,0 +1,93 @@
+"""Release-history tasks: read the earlier releases, protect the new one, record it on publish.
+
+Thin wrappers over :mod:`privgate.core.history` and :mod:`privgate.core.stages`. None is cached:
+the history changes from one night to the next. Recording runs inside the publish transaction,
+so a release whose publication is rolled back is taken out of the history again, and a rerun
+of a published release records nothing twice (the history is idempotent by release id).
+"""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.logging import get_run_logger
+
+from privgate.core import stages
+from privgate.core.history import HistoryEntry, PastRelease, ReleaseHistory, history_exists
+from privgate.core.policy import ReleasePolicy
+from privgate.tasks._caching import retry_transient
+
+
+@task(
+    name="history-read",
+    timeout_seconds=300,
+    retries=2,
+    retry_delay_seconds=[1, 5],
+    retry_condition_fn=retry_transient,
+)
+def history_past_task(policy: ReleasePolicy, release_id: str) -> list[PastRelease]:
+    """Every recorded release of the dataset but this one (a rerun checks against the rest).
+    Reading creates nothing: without a history yet there is nothing earlier to check."""
+    if not history_exists():
+        get_run_logger().info("history: no release of %r recorded yet", policy.dataset)
+        return []
+    with ReleaseHistory() as history:
+        past = history.past_releases(policy.dataset, excluding=release_id)
+        where = history.url
+    get_run_logger().info(
+        "history: %d earlier release(s) of %r in %s", len(past), policy.dataset, where
+    )
+    return past
+
+
+@task(name="history-protect", timeout_seconds=1800)
+def history_protect_task(
+    table: stages.AnonymizedTable,
+    policy: ReleasePolicy,
+    past: list[PastRelease],
+    release_id: str,
+) -> stages.AnonymizedTable:
+    """Remove the people the release combined with the earlier ones would expose."""
+    protected = stages.protect_against_history(table, policy, past, release_id)
+    removed = protected.metrics.get("removed_by_history", 0)
+    get_run_logger().info(
+        "history: %d row(s) removed so that the release combined with %d earlier one(s) "
+        "exposes no one",
+        removed,
+        len(past),
+    )
+    return protected
+
+
+@task(name="history-record", retries=2, retry_delay_seconds=[1, 5], timeout_seconds=300)
+def history_record_task(policy: ReleasePolicy, entry: HistoryEntry, path: str) -> bool:
+    """Record the published release in the history (False: it was already recorded)."""
+    from prefect.transactions import get_transaction
+
+    with ReleaseHistory() as history:
+        recorded = history.record(
+            policy.dataset,
+            entry.snapshot,
+            key=entry.key,
+            class_labels=entry.class_labels,
+            checks=entry.checks,
+            path=path,
+        )
+    transaction = get_transaction()
+    if recorded and transaction is not None:
+        transaction.set("history_recorded", [policy.dataset, entry.snapshot.release_id])
+    get_run_logger().info(
+        "history: release %s %s",
+        entry.snapshot.release_id,
+        "recorded" if recorded else "was already recorded (a rerun): nothing added",
+    )
+    return recorded
+
+
+@history_record_task.on_rollback
+def _forget(transaction) -> None:
+    recorded = transaction.get("history_recorded", None)
+    if not recorded:
+        return
+    with ReleaseHistory() as history:
+        history.forget(recorded[0], recorded[1], force=True)
+    get_run_logger().warning("history: release %s taken out again (rolled back)", recorded[1])

@@ -1,0 +1,141 @@
+"""Nightly releases checked against the release history, through the release flow (issue 20).
+
+The hospital example with ``history: {check: true, key: subject_id}``: each night's release is
+searched with a margin, loses the patients its combination with the earlier releases would
+expose, is re-checked on the written file by the gate and is recorded in the history in the
+same transaction as its publication. An independent re-check combines every recorded release
+the way the attacker would; a rerun records nothing twice; a release the criterion cannot save
+within the suppression limit is blocked and not recorded; a failed history write takes the
+publication back.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from privgate.core.history import ReleaseHistory, exposure, history_exists
+from privgate.core.hospital_data import generate_admissions
+
+HOSPITAL = Path(__file__).resolve().parents[2] / "policies" / "hospital.yaml"
+HISTORY = {"history.check": True, "history.key": "subject_id"}
+
+
+def _run(tmp_path: Path, rows: pd.DataFrame, day: int, **overrides):
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.release import release_flow
+
+    source = tmp_path / f"admissions-{day}.csv"
+    rows.to_csv(source, index=False)
+    return release_flow(
+        ReleaseParameters(
+            policy_path=str(HOSPITAL),
+            release_date=date(2026, 11, day),
+            overrides={
+                "input.path": str(source),
+                "output.directory": str(tmp_path / "releases"),
+                **HISTORY,
+                **overrides,
+            },
+        ),
+        return_state=True,
+    )
+
+
+def _recorded() -> list:
+    with ReleaseHistory() as history:
+        return history.releases("hospital-admissions")
+
+
+def _night_two(night_one: pd.DataFrame) -> pd.DataFrame:
+    """30 patients leave, 30 arrive (new ids), 4 come back with another diagnosis (a
+    correction: intersecting their two classes can single out their value), the rest come
+    back unchanged."""
+    patients = night_one["subject_id"].drop_duplicates()
+    leaving = patients.iloc[:30]
+    staying = night_one[~night_one["subject_id"].isin(leaving)].copy()
+    corrected = staying["subject_id"].isin(patients.iloc[30:34])
+    staying.loc[corrected, "diagnosis"] = "Appendicitis"
+    arriving = generate_admissions(30, seed=77)
+    arriving["subject_id"] = "N" + arriving["subject_id"].astype(str)
+    arriving["admission_id"] = "N" + arriving["admission_id"].astype(str)
+    return pd.concat([staying, arriving], ignore_index=True)
+
+
+def test_nightly_releases_are_checked_against_and_recorded_in_the_history(tmp_path):
+    night_one = generate_admissions(500, seed=31)
+    first = _run(tmp_path, night_one, 1)
+    assert first.is_completed(), first.message
+    [recorded] = _recorded()
+    manifest = json.loads((Path(first.result()["path"]) / "manifest.json").read_text())
+    checks = manifest["gate"]["measurements"]["history"]
+    assert checks["passed"] is True and checks["past_releases"] == 0
+    assert recorded.people == night_one["subject_id"].nunique() - manifest["gate"][
+        "measurements"
+    ].get("suppressed", 0)
+    assert "S000" not in (Path(first.result()["path"]) / "release.csv").read_text()
+
+    second = _run(tmp_path, _night_two(night_one), 2)
+    assert second.is_completed(), second.message
+    manifest = json.loads((Path(second.result()["path"]) / "manifest.json").read_text())
+    assert manifest["gate"]["measurements"]["history"]["past_releases"] == 1
+    assert manifest["metrics"]["removed_by_history"] >= 0  # the protection ran
+    assert len(_recorded()) == 2
+
+    # The attacker's view, recomputed from the history: nobody below k or l.
+    with ReleaseHistory() as history:
+        past = history.past_releases("hospital-admissions")
+    attack = exposure(past, k=5, l_required={"diagnosis": 2})
+    assert not attack.exposed_k and not attack.exposed_l
+    assert attack.measurements["people_in_several_releases"] > 400
+
+    # A rerun of the same night publishes nothing new and records nothing twice.
+    again = _run(tmp_path, _night_two(night_one), 2)
+    assert again.is_completed(), again.message
+    assert again.result()["already_published_by"]
+    assert len(_recorded()) == 2
+
+
+def test_a_release_the_history_would_expose_is_blocked_and_not_recorded(tmp_path):
+    """Night 2 gives every returning patient another diagnosis: intersecting the two nights'
+    classes leaves many with fewer than l possible values, more than the suppression limit can
+    remove (no margin, no suppression allowed), so the gate blocks and nothing is recorded."""
+    night_one = generate_admissions(400, seed=41)
+    assert _run(tmp_path, night_one, 1, **{"history.margin": 0.0}).is_completed()
+    changed = night_one.copy()
+    diagnoses = sorted(changed["diagnosis"].unique())
+    shift = {d: diagnoses[(i + 3) % len(diagnoses)] for i, d in enumerate(diagnoses)}
+    changed["diagnosis"] = changed["diagnosis"].map(shift)
+    blocked = _run(
+        tmp_path, changed, 2, **{"history.margin": 0.0, "privacy.suppression_limit": 0.0}
+    )
+    assert blocked.is_failed()
+    assert "release history: combined with the earlier releases" in blocked.message
+    assert len(_recorded()) == 1
+    assert len(list((tmp_path / "releases" / "hospital-admissions").glob("*/manifest.json"))) == 1
+
+
+def test_a_failed_history_write_takes_the_publication_back(tmp_path, monkeypatch):
+    from privgate.core.exceptions import HistoryError
+
+    def unreachable(*args, **kwargs):
+        raise HistoryError("the release history is unreachable (test)")
+
+    monkeypatch.setattr(ReleaseHistory, "record", unreachable)
+    state = _run(tmp_path, generate_admissions(300, seed=51), 1)
+    assert state.is_failed()
+    assert not list((tmp_path / "releases").rglob("release.csv"))
+    assert not history_exists() or not _recorded()
+
+
+@pytest.mark.parametrize("key", ["admission_id"])
+def test_the_history_follows_the_person_key(key):
+    from privgate.core.exceptions import PolicyError
+    from privgate.core.policy import load_policy
+
+    with pytest.raises(PolicyError, match="history.key: with privacy.person_key 'subject_id'"):
+        load_policy(HOSPITAL).with_overrides(**{"history.check": True, "history.key": key})
