@@ -81,19 +81,26 @@ def dry_run_check(policy: ReleasePolicy, release_id: str, ledger_url: str | None
 
     dp = policy.differential_privacy
     url = ledger_url or configured_ledger_url()
-    remaining = dp.budget.epsilon
+    remaining, remaining_delta = dp.budget.epsilon, dp.budget.delta
     reserved = False
     if ledger_exists(url):
         with BudgetLedger(url) as ledger:
             if policy.dataset in ledger.datasets():
                 account = ledger.account(policy.dataset)
                 remaining = float(account.exact_remaining_text[0])
+                remaining_delta = float(account.exact_remaining_text[1])
                 reserved = ledger.reservation(policy.dataset, release_id) is not None
     if not reserved and dp.epsilon > remaining * (1 + 1e-12):
         raise BudgetExceededError(
             f"dataset {policy.dataset!r}: DP release {release_id} would reserve epsilon="
             f"{dp.epsilon:g}, but only {remaining:g} is left of its lifetime budget",
-            remaining=(remaining, 0.0),
+            remaining=(remaining, remaining_delta),
+        )
+    if not reserved and dp.delta > remaining_delta * (1 + 1e-12):
+        raise BudgetExceededError(
+            f"dataset {policy.dataset!r}: DP release {release_id} would reserve delta="
+            f"{dp.delta:g}, but only {remaining_delta:g} is left of its lifetime budget",
+            remaining=(remaining, remaining_delta),
         )
     after = remaining if reserved else remaining - dp.epsilon
     message = (
