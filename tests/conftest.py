@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from adult_reference import ADULT_POLICY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,7 +29,6 @@ REPO = Path(__file__).resolve().parents[1]
 #: Real public datasets live next to the repository, in ``../shared/data``; they are never
 #: copied into the project.
 SHARED_DATA_DIR = REPO / ".." / "shared" / "data"
-ADULT_POLICY = REPO / "policies" / "adult.yaml"
 
 # Quiet, offline Prefect and Great Expectations wherever a test starts them, and persisted stage
 # results in a throwaway folder, never the user's home.

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from adult_reference import ADULT_QI
 
 from privgate.core.anonymize import (
     Datafly,
@@ -31,8 +32,6 @@ from privgate.core.privacy import (
 )
 
 QI = ["zip", "age"]
-ADULT_QI = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-            "occupation"]  # fmt: skip
 
 
 def sizes(*values: int) -> ClassStats:

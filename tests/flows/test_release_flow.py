@@ -9,22 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from adult_reference import ADULT_POLICY, ADULT_QI
 from pycanon import anonymity
 
 from privgate.core.exceptions import AnonymizationError, GateBlockedError, PolicyError, PublishError
 
-REPO = Path(__file__).resolve().parents[2]
-ADULT_POLICY = REPO / "policies" / "adult.yaml"
-ADULT_QI = [
-    "sex",
-    "age",
-    "race",
-    "marital-status",
-    "education",
-    "native-country",
-    "workclass",
-    "occupation",
-]
 RELEASE_DATE = date(2026, 11, 22)
 
 

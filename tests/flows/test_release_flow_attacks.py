@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from adult_reference import ADULT_POLICY
 
 from privgate.core.attacks import AttackSettings, run_attacks
 from privgate.core.exceptions import GateBlockedError
 
-REPO = Path(__file__).resolve().parents[2]
-ADULT_POLICY = REPO / "policies" / "adult.yaml"
 LIMITS = {"max_singling_out": 0.05, "max_linkability": 0.05, "max_inference": 0.1}
 
 

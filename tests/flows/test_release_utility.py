@@ -8,11 +8,10 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from adult_reference import ADULT_POLICY
 
 from privgate.core.exceptions import GateBlockedError, UtilityBlockedError
 
-REPO = Path(__file__).resolve().parents[2]
-ADULT_POLICY = REPO / "policies" / "adult.yaml"
 RELEASE_DATE = date(2026, 11, 22)
 FAST_UTILITY = {
     "target": "salary-class",

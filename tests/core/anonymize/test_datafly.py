@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
+from adult_reference import ADULT_QI
 from pycanon import anonymity
 
 from privgate.core.anonymize import (
@@ -28,8 +29,6 @@ from privgate.core.privacy import DistinctLDiversity, KAnonymity
 
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")
 
-ADULT_QI = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-            "occupation"]  # fmt: skip
 SENSITIVE = "salary-class"
 LIMIT = 0.02
 ALGORITHMS = [Datafly, MultiAttributeDatafly]

@@ -3,11 +3,10 @@ tables, the gate on Adult), finer than the full-domain optimum, refusals by name
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
+from adult_reference import ADULT_POLICY
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,10 +25,6 @@ from privgate.core.hierarchy import taxonomy_hierarchy
 from privgate.core.metrics import table_loss
 from privgate.core.policy import load_policy
 from privgate.core.privacy import DistinctLDiversity, EntropyLDiversity, KAnonymity
-
-ADULT_POLICY = Path(__file__).resolve().parents[3] / "policies" / "adult.yaml"
-ADULT_QI = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-            "occupation"]  # fmt: skip
 
 
 @st.composite

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
+from adult_reference import ADULT_QI
 from pycanon import anonymity
 
 from privgate.core.anonymize._mondrian import Mondrian, MondrianResult
@@ -25,8 +26,6 @@ from privgate.core.privacy import DistinctLDiversity, KAnonymity, TCloseness
 #: pycanon groups by a one-element list, which pandas 3 warns about on every call.
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")
 
-ADULT_QI = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-            "occupation"]  # fmt: skip
 SENSITIVE = "salary-class"
 RANGE = re.compile(r"^(-?\d+)-(-?\d+)$")
 

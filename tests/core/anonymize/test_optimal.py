@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from adult_reference import ADULT_QI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,8 +49,6 @@ from privgate.core.privacy import (
 
 NO_TABLE_CONDITION = PrivacyModel.table_satisfied
 METRICS = ("loss", "precision", "discernibility", "average_class_size", "entropy")
-ADULT_QI = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-            "occupation"]  # fmt: skip
 SENSITIVE = "salary-class"
 
 #: Metric values closer than this (relative to their size) are ties: the lower level sum wins,

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from adult_reference import ADULT_QI
 
-from privgate.core.datasets import load_adult
+from privgate.core.datasets import ADULT_COLUMNS, load_adult
 from privgate.core.hierarchy import ARXHierarchy
 
 #: The quasi-identifiers ARX ships hierarchies for, under their names in ``adult.data``.
-ADULT_QIS = [
-    "age",
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "race",
-    "sex",
-    "native-country",
-]
+ADULT_QIS = [column for column in ADULT_COLUMNS if column in ADULT_QI]
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from adult_reference import ADULT_QI
 from sklearn.ensemble import RandomForestClassifier
 
+from privgate.core.datasets import ADULT_COLUMNS
 from privgate.core.exceptions import PolicyError, PrivgateError
 from privgate.core.ranking import (
     Ranking,
@@ -19,16 +21,7 @@ from privgate.core.ranking import (
 )
 from privgate.core.ranking._permutation import _tree_drops
 
-ADULT_QIS = [
-    "age",
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "race",
-    "sex",
-    "native-country",
-]
+ADULT_QIS = [column for column in ADULT_COLUMNS if column in ADULT_QI]
 
 
 def _with_leak_and_noise(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:

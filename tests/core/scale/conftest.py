@@ -6,26 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from privgate.core.policy import load_policy
+from adult_reference import ADULT_QI
 
 ROOT = Path(__file__).resolve().parents[3]
-QIS = [
-    "sex",
-    "age",
-    "race",
-    "marital-status",
-    "education",
-    "native-country",
-    "workclass",
-    "occupation",
-]
-
-
-@pytest.fixture(scope="session")
-def adult_policy(shared_data):
-    shared_data("arx/adult.csv")
-    return load_policy(ROOT / "policies" / "adult.yaml")
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +21,7 @@ def scaled_adult(shared_data, tmp_path_factory) -> Path:
     table = np.array([ln.split(";") for ln in lines[1:] if ln], dtype=object)
     rng = np.random.default_rng(11)
     out = table[rng.integers(0, len(table), 60_000)]
-    for col in QIS:
+    for col in ADULT_QI:
         j = header.index(col)
         swap = rng.random(len(out)) < 0.3
         out[swap, j] = table[rng.integers(0, len(table), int(swap.sum())), j]
