@@ -5,7 +5,9 @@
 * ``prefect_harness``: the one Prefect test server of the session (folders whose tests run
   flows or tasks request it from their own ``conftest.py``);
 * ``_private_data_dir`` (autouse): every test its own privgate data directory;
-* ``postgres_url``: a throwaway PostgreSQL server for the shared-ledger tests.
+* ``postgres_url``: a throwaway PostgreSQL server for the shared-ledger tests;
+* ``make_case``: a small table and policy of the bad-input corpus (``bad_input_corpus.py``)
+  written to ``tmp_path``, for ``tests/bad_inputs`` and the expectation-task tests.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from adult_reference import ADULT_POLICY
+from bad_input_corpus import GOOD_ROWS, POLICY_YAML, Case, csv_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -277,3 +280,22 @@ def postgres_url() -> str:
     finally:
         run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def make_case(tmp_path: Path) -> Callable[..., Case]:
+    """Write ``data`` (text or bytes) and a policy for it; ``policy_text`` replaces the policy."""
+
+    def make(
+        data: str | bytes | None = None, *, k: int = 2, policy_text: str | None = None
+    ) -> Case:
+        path = tmp_path / "input.csv"
+        content = csv_text(GOOD_ROWS) if data is None else data
+        path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+        out = tmp_path / "releases"
+        text = policy_text or POLICY_YAML
+        policy = tmp_path / "policy.yaml"
+        policy.write_text(text.format(data=path, out=out, k=k), encoding="utf-8")
+        return Case(policy, path, out)
+
+    return make

@@ -1,4 +1,5 @@
-"""Fixtures of the bad-input corpus: a small valid table and policy, and ways to run them.
+"""Fixtures of the bad-input corpus: ways to run its cases (``make_case``, which writes a case's
+table and policy, is in ``tests/conftest.py``: the expectation-task tests use it too).
 
 Every bad file is generated from code into ``tmp_path`` (no binary fixtures are committed).
 The CLI runs in-process; errors found after Prefect has started need the session's Prefect
@@ -10,34 +11,13 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-from bad_input_corpus import GOOD_ROWS, POLICY_YAML, Case, csv_text
 
 
 @pytest.fixture(autouse=True)
 def _prefect(prefect_harness):
     yield
-
-
-@pytest.fixture
-def make_case(tmp_path: Path) -> Callable[..., Case]:
-    """Write ``data`` (text or bytes) and a policy for it; ``policy_text`` replaces the policy."""
-
-    def make(
-        data: str | bytes | None = None, *, k: int = 2, policy_text: str | None = None
-    ) -> Case:
-        path = tmp_path / "input.csv"
-        content = csv_text(GOOD_ROWS) if data is None else data
-        path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
-        out = tmp_path / "releases"
-        text = policy_text or POLICY_YAML
-        policy = tmp_path / "policy.yaml"
-        policy.write_text(text.format(data=path, out=out, k=k), encoding="utf-8")
-        return Case(policy, path, out)
-
-    return make
 
 
 @pytest.fixture
