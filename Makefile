@@ -18,7 +18,7 @@ export GX_ANALYTICS_ENABLED := false
 
 help:
 	@echo 'make demo       the whole pipeline on built-in synthetic census data'
-	@echo 'make test       every test: what CI runs'
+	@echo 'make test       every test: what CI runs (-n 2, two pytest-xdist workers)'
 	@echo 'make test-fast  the inner loop: every test not marked slow (-m "not slow", -n 2)'
 	@echo '                slow = needs a real server, a browser, child processes or a whole-Adult sweep'
 	@echo 'make lint       ruff check and format check'
@@ -41,8 +41,13 @@ $(STAMP): requirements.lock requirements-pycanon.lock requirements-anonymeter.lo
 demo: install
 	$(BIN)/privgate demo
 
+# Every test (what CI runs), on two pytest-xdist workers: each has its own Prefect test server,
+# PostgreSQL server, result storage and data folders (tests/conftest.py). --dist loadfile keeps
+# a file on one worker, so its module fixtures (a real Prefect server, an MST draw) start once;
+# the files with slow tests go first (tests/conftest.py; --no-loadscope-reorder keeps that order
+# instead of xdist's largest-file-first). Serial: .venv/bin/python -m pytest -q
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 # The inner loop: everything but the tests marked slow (they still run in make test and CI),
 # on two pytest-xdist workers (each its own Prefect test server, PostgreSQL and data folders).

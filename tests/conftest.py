@@ -182,14 +182,22 @@ def adult_mondrian_run(adult_run, adult) -> dict:
     return _report_inputs(adult, policy)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that runs on the Prefect test server is ``slow``: starting the server takes
     10-30 s per worker and each flow run seconds. ``make test-fast`` (``-m "not slow"``) leaves
     them out; ``make test`` and CI run them. Other tests are marked ``slow`` by hand when they
-    need more than ~5 s on their own (child processes, a browser, a sweep over Adult)."""
+    need more than ~5 s on their own (child processes, a browser, a sweep over Adult).
+
+    On pytest-xdist workers (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``)
+    the files with slow tests are handed out first, so that a long file never starts last while
+    the other worker idles; within each group the collection order holds. A serial run keeps
+    the collection order.
+    """
     for item in items:
         if "prefect_harness" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+    if hasattr(config, "workerinput"):  # an xdist worker: its order is what gets scheduled
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
