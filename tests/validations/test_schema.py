@@ -12,7 +12,7 @@ import pytest
 from privgate.core.exceptions import SchemaValidationError
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.ingest import read_table
-from privgate.core.policy import ReleasePolicy, load_policy
+from privgate.core.policy import ReleasePolicy
 from privgate.core.stages import load_hierarchies
 from privgate.validations.schema import build_input_schema, input_warnings, validate_input
 
@@ -163,9 +163,8 @@ def test_message_quotes_at_most_twenty_failures(hierarchies: dict[str, Hierarchy
     assert "... and 5 more" in str(info.value)
 
 
-def test_real_arx_adult_passes_its_policy(shared_data: SharedData) -> None:
-    shared_data("arx/adult.csv")  # skip (or fail in CI) when the data is absent
-    policy = load_policy(REPO / "policies" / "adult.yaml")
+def test_real_arx_adult_passes_its_policy(adult_policy) -> None:
+    policy = adult_policy  # the fixture skips (or fails in CI) when the data is absent
     hierarchies = load_hierarchies(policy)
     raw = read_table(policy.input)
     df = validate_input(raw, policy, hierarchies)

@@ -7,16 +7,12 @@ import pytest
 
 from privgate.core import stages
 from privgate.core.history.simulation import Churn, simulate_nightly_releases
-from privgate.core.policy import load_policy
 from privgate.validations.schema import validate_input
 
 
 @pytest.fixture(scope="module")
-def adult_nights(shared_data):
-    shared_data("arx/adult.csv")
-    from pathlib import Path
-
-    policy = load_policy(Path(__file__).resolve().parents[3] / "policies" / "adult.yaml")
+def adult_nights(adult_policy):
+    policy = adult_policy
     columns = policy.model_dump(mode="json")["columns"]
     columns["occupation"] = {"role": "sensitive"}
     policy = policy.with_overrides(

@@ -202,19 +202,17 @@ def test_policy_refuses_suppression_that_cannot_happen(privacy, algorithm, messa
         _validate(data, "policy.yaml")
 
 
-def test_preflight_refuses_a_population_smaller_than_the_input(tmp_path, shared_data) -> None:
-    from pathlib import Path
-
+def test_preflight_refuses_a_population_smaller_than_the_input(
+    tmp_path, shared_data, adult_policy
+) -> None:
     from privgate.core.exceptions import AnonymizationError
-    from privgate.core.policy import load_policy
     from privgate.core.preflight import preflight
 
     with open(shared_data("arx/adult.csv"), encoding="utf-8") as fh:
         lines = [next(fh) for _ in range(101)]
     data = tmp_path / "adult.csv"
     data.write_text("".join(lines), encoding="utf-8")
-    policy = load_policy(Path(__file__).resolve().parents[3] / "policies" / "adult.yaml")
-    policy = policy.with_overrides(
+    policy = adult_policy.with_overrides(
         **{"input.path": str(data), "privacy.risk": {"population_uniques": 0.01,
                                                       "population_size": 99}}
     )  # fmt: skip
