@@ -26,7 +26,6 @@ import argparse
 import gc
 import hashlib
 import os
-import platform
 import shlex
 import statistics
 import sys
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import _environment as environment  # noqa: E402 (script dir)
 import numpy as np
 import pandas as pd
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
@@ -49,7 +49,7 @@ from privgate.core.metrics import precision
 from privgate.core.privacy import KAnonymity
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO_ROOT / ".." / "shared" / "data"
+DEFAULT_DATA = environment.SHARED_DATA
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 
 QIS: tuple[str, ...] = (
@@ -436,23 +436,9 @@ def reading(rows: Sequence[Row], heights: Sequence[int]) -> str:
     return "\n".join(parts)
 
 
-def machine(load: tuple[float, float]) -> str:
-    """nproc, CPU model, load, Python and library versions."""
-    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"nproc {nproc}, {cpu}, {platform.system()} {platform.release()}; 1-minute load "
-        f"average {load[0]:.2f} before the measurements and {load[1]:.2f} after; Python "
-        f"{platform.python_version()} ({platform.python_implementation()}), numpy "
-        f"{np.__version__}, pandas {pd.__version__}"
-    )
+def machine(load: tuple[environment.LoadAverage, environment.LoadAverage]) -> str:
+    """Cores, CPU, load before/after, Python and library versions (``_environment``)."""
+    return environment.machine(*load)
 
 
 def _display_path(path: Path) -> str:
@@ -583,9 +569,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CoverageError, HierarchyError, IngestError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    load_before = os.getloadavg()[0]
+    load_before = environment.load_average()
     rows = measure(prep, args.k, args.suppression_limit, args.repeats)
-    text = section(prep, rows, args, (load_before, os.getloadavg()[0]))
+    text = section(prep, rows, args, (load_before, environment.load_average()))
     print(text)
     if args.write:
         upsert_section(BENCHMARKS_MD, text)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -43,12 +42,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+import _environment as environment  # noqa: E402 (script dir)
 from _markdown import upsert_section  # noqa: E402 (script dir)
 
 from privgate.core.datasets import load_adult  # noqa: E402
@@ -63,7 +62,7 @@ from privgate.core.hierarchy import ARXHierarchy  # noqa: E402
 from privgate.core.utility import f_measure, match_point  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
-DATA = REPO_ROOT / ".." / "shared" / "data"
+DATA = environment.SHARED_DATA
 ADULT = DATA / "adult" / "adult.data"
 ARX = DATA / "arx"
 SECTION_HEADING = "## DPHeter: DP top-down specialization on heterogeneous Adult (issue 6)"
@@ -266,27 +265,9 @@ def reading(cells: list[Cell], info: dict, scores: list[str]) -> list[str]:
 
 
 def machine(load_before, load_after) -> str:
-    import sklearn
-
-    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    from importlib.metadata import version
-
-    def fmt(load) -> str:
-        return "/".join(f"{v:.2f}" for v in load)
-
-    return (
-        f"nproc {nproc}, {cpu}, {platform.system()} {platform.release()}; load average "
-        f"(1/5/15 min) {fmt(load_before)} before and {fmt(load_after)} after (shared machine); "
-        f"Python {platform.python_version()}, numpy {np.__version__}, pandas {pd.__version__}, "
-        f"scikit-learn {sklearn.__version__}, opendp {version('opendp')}"
+    """Cores, CPU, load before/after, Python and library versions (``_environment``)."""
+    return environment.machine(
+        load_before, load_after, ("numpy", "pandas", "scikit-learn", "opendp")
     )
 
 
@@ -391,11 +372,11 @@ def main(argv: list[str] | None = None) -> int:
         args.epsilons, args.rounds = [0.1, 0.25, 0.5, 1.0], [4, 8, 12, 16]
         args.methods, args.clusters = list(METHODS), [3, 5]
     started = datetime.now(UTC)
-    load_before = os.getloadavg()
+    load_before = environment.load_average()
     t0 = time.perf_counter()
     cells, info = run(args)
     seconds = time.perf_counter() - t0
-    text = section(cells, info, args, started, seconds, load_before, os.getloadavg())
+    text = section(cells, info, args, started, seconds, load_before, environment.load_average())
     print(text)
     if args.write:
         upsert_section(BENCHMARKS_MD, SECTION_HEADING, text)

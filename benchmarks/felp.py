@@ -29,7 +29,6 @@ import argparse
 import hashlib
 import math
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -53,13 +52,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+import _environment as environment  # noqa: E402 (script dir)
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
 from privgate.core.datasets import load_breast_cancer_wisconsin, load_soybean_large  # noqa: E402
 from privgate.core.dp.felp import felp_select, felp_sensitivity  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
-DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+DATA_DIR = environment.SHARED_DATA
 SECTION_HEADING = "## FELP: DP ensemble feature selection vs the non-private ensemble (issue 6)"
 EPSILONS = (0.1, 1.0, 10.0, 100.0)
 N_SUBSETS, BETA, LAM = 20, 0.9, 1.0
@@ -353,27 +353,8 @@ def reading(results: Sequence[dict], epsilons: Sequence[float]) -> list[str]:
 
 
 def machine(load_before, load_after) -> str:
-    import sklearn
-
-    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-
-    def fmt(load) -> str:
-        return "/".join(f"{v:.2f}" for v in load)
-
-    return (
-        f"nproc {nproc}, {cpu}, {platform.system()} {platform.release()}; load average "
-        f"(1/5/15 min) {fmt(load_before)} before and {fmt(load_after)} after (shared machine); "
-        f"Python {platform.python_version()}, numpy {np.__version__}, "
-        f"scikit-learn {sklearn.__version__}"
-    )
+    """Cores, CPU, load before/after, Python and library versions (``_environment``)."""
+    return environment.machine(load_before, load_after, ("numpy", "scikit-learn"))
 
 
 def code_state() -> str:
@@ -456,11 +437,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--write", action="store_true", help="upsert into BENCHMARKS.md")
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
-    load_before = os.getloadavg()
+    load_before = environment.load_average()
     clock = time.perf_counter()
     results = [measure(data, args) for data in load_datasets()]
     seconds = time.perf_counter() - clock
-    text = section(results, args, started, seconds, load_before, os.getloadavg())
+    text = section(results, args, started, seconds, load_before, environment.load_average())
     print(text)
     if args.write:
         _upsert(BENCHMARKS_MD, SECTION_HEADING, text)
