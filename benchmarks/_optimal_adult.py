@@ -71,7 +71,7 @@ PHASES: tuple[str, ...] = ("read", "encode", "frequency_set", "bounds", "search"
 
 def load_hierarchies(arx_dir: Path) -> dict[str, ARXHierarchy]:
     """ARX's hierarchies for the QIs, in ARX's order."""
-    return {q: ARXHierarchy.from_csv(q, arx_dir / f"adult_hierarchy_{q}.csv") for q in QIS}
+    return environment.arx_adult_hierarchies(QIS, arx_dir)
 
 
 def read_table(path: Path, reader: str = "c") -> pd.DataFrame:

@@ -48,17 +48,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+import _environment as environment  # noqa: E402 (script dir)
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
 from privgate.core.attacks import AttackSettings, run_attacks  # noqa: E402
 from privgate.core.dp import Accountant  # noqa: E402
 from privgate.core.dp.safepub import SafePubConfig, safepub_release  # noqa: E402
 from privgate.core.dp.synthetic import SyntheticConfig, SyntheticDomains, synthesize  # noqa: E402
-from privgate.core.hierarchy import ARXHierarchy, value_key  # noqa: E402
+from privgate.core.hierarchy import value_key  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 SECTION_HEADING = "## DP synthetic data and SafePub on Adult, with attack evidence (issue 21)"
-DATA = REPO_ROOT / ".." / "shared" / "data" / "arx"
+DATA = environment.ARX_DATA
 COLUMNS = [
     "sex", "age", "race", "marital-status", "education", "native-country", "workclass",
     "occupation", "salary-class",
@@ -69,11 +70,7 @@ DELTA = 1e-6
 
 def load() -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     frame = pd.read_csv(DATA / "adult.csv", sep=";", dtype=str)[COLUMNS]
-    hierarchies = {
-        c: ARXHierarchy.from_csv(c, DATA / f"adult_hierarchy_{c}.csv")
-        for c in COLUMNS
-        if c != TARGET
-    }
+    hierarchies = environment.arx_adult_hierarchies([c for c in COLUMNS if c != TARGET], DATA)
     train, test = train_test_split(frame, test_size=0.2, random_state=0, stratify=frame[TARGET])
     return train.reset_index(drop=True), test.reset_index(drop=True), hierarchies
 

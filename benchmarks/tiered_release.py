@@ -47,6 +47,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+import _environment as environment  # noqa: E402 (script dir)
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
 from sklearn.model_selection import StratifiedKFold  # noqa: E402
@@ -70,7 +71,7 @@ from privgate.core.privacy import KAnonymity  # noqa: E402
 from privgate.core.ranking import Ranking, rank_attributes  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
-DATA = (REPO_ROOT / ".." / "shared" / "data").resolve()
+DATA = environment.SHARED_DATA.resolve()
 SECTION_HEADING = "## Tiered releases (RFK-anonymity) vs plain k-anonymity (issue 5)"
 INTRO = "# Benchmarks\n"
 SUPPRESSION_LIMIT = 0.02
@@ -114,8 +115,7 @@ def adult() -> Dataset:
     path = DATA / "adult" / "adult.data"
     raw = load_adult(path)
     frame = raw.dropna(subset=ADULT_QIS)[[*ADULT_QIS, "income"]]
-    arx = DATA / "arx"
-    hierarchies = {q: ARXHierarchy.from_csv(q, arx / f"adult_hierarchy_{q}.csv") for q in ADULT_QIS}
+    hierarchies = environment.arx_adult_hierarchies(ADULT_QIS, DATA / "arx")
     note = (
         f"{len(raw)} records, {len(raw) - len(frame)} dropped for a missing QI (`?`), "
         f"{len(frame)} kept (the records of ARX's `adult.csv`); QIs = the 8 attributes ARX ships "
