@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -29,12 +30,14 @@ from prefect_dask import DaskTaskRunner, get_dask_client
 
 from privgate.core.anonymize import SearchSetup
 from privgate.core.encoding import FrequencySet
+from privgate.core.exceptions import GateBlockedError, PrivgateError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
 from privgate.core.scale import (
     GeneralizationPlan,
     frequency_stage,
     publish_stage,
+    reference_stage,
     scale_setup,
     search_stage,
     verify_stage,
@@ -64,13 +67,17 @@ def make_task_runner(
 
 
 @task(name="frequency-set", cache_policy=NO_CACHE)
-def frequency_task(policy: ReleasePolicy, setup: SearchSetup, blocksize: str) -> FrequencySet:
+def frequency_task(
+    policy: ReleasePolicy, setup: SearchSetup, blocksize: str
+) -> tuple[FrequencySet, dict | None]:
+    """The input's frequency set, and t-closeness' reference distribution (the input's)."""
     with get_dask_client():
         freq = frequency_stage(policy, setup, blocksize)
+        reference = reference_stage(policy, setup, blocksize)
     get_run_logger().info(
         "frequency set: %d rows, %d distinct tuples", freq.table.n_rows, len(freq.counts)
     )
-    return freq
+    return freq, reference
 
 
 @task(name="search", cache_policy=NO_CACHE)
@@ -99,10 +106,19 @@ def write_task(
 
 
 @task(name="verify-and-gate", cache_policy=NO_CACHE)
-def verify_task(staging: str, setup: SearchSetup, input_rows: int) -> GateDecision:
+def verify_task(
+    staging: str, setup: SearchSetup, input_rows: int, reference: dict | None = None
+) -> GateDecision:
+    """The gate on the written parts. A blocked release fails this task itself (red in the
+    UI, the reasons as its message) after its staging folder is removed, so the flow run
+    fails and nothing is published."""
     with get_dask_client():
-        decision = verify_stage(staging, setup, input_rows)
-    get_run_logger().info("gate: %s", decision.summary)
+        decision = verify_stage(staging, setup, input_rows, reference)
+    log = get_run_logger()
+    (log.info if decision.passed else log.error)("gate: %s", decision.summary)
+    if not decision.passed:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise GateBlockedError(f"gate blocked release {staging}: {decision.summary}", decision)
     return decision
 
 
@@ -119,8 +135,8 @@ def scale_release_flow(
     """Anonymize the policy's input on the flow's dask cluster into the Parquet folder
     ``output`` (which must not exist). Returns the gate's decision, levels and search facts.
 
-    Raises ``GateBlockedError`` (the flow run fails, nothing is published) when the gate
-    blocks the written release.
+    Raises ``GateBlockedError`` when the gate blocks the written release: the verify-and-gate
+    task fails, so does the flow run, and nothing is published (the CLI exits 3).
     """
     overrides = {"input.path": input_path} if input_path is not None else None
     policy = resolve_policy(policy_path, k, suppression_limit, overrides)
@@ -131,10 +147,10 @@ def scale_release_flow(
     staging = str(out.with_name(f".{out.name}.{os.getpid()}.tmp"))
 
     setup = scale_setup(policy)
-    freq = frequency_task.submit(policy, setup, blocksize).result()
+    freq, reference = frequency_task.submit(policy, setup, blocksize).result()
     plan, details = search_task.submit(freq, setup).result()
     written = write_task.submit(plan, policy, setup, staging, blocksize, shuffle_seed).result()
-    decision = verify_task.submit(written, setup, freq.table.n_rows).result()
+    decision = verify_task.submit(written, setup, freq.table.n_rows, reference).result()
     publish_stage(written, out, decision)
     return {
         "output": str(out),
@@ -171,16 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scheduler-address", help="an existing dask scheduler (tcp://...)")
     parser.add_argument("--workers", type=int, default=2, help="local cluster size")
     a = parser.parse_args(argv)
-    result = run_scale_release(
-        a.policy,
-        a.output,
-        scheduler_address=a.scheduler_address,
-        n_workers=a.workers,
-        k=a.k,
-        suppression_limit=a.suppression_limit,
-        input_path=a.input_path,
-        blocksize=a.blocksize,
-    )
+    try:
+        result = run_scale_release(
+            a.policy,
+            a.output,
+            scheduler_address=a.scheduler_address,
+            n_workers=a.workers,
+            k=a.k,
+            suppression_limit=a.suppression_limit,
+            input_path=a.input_path,
+            blocksize=a.blocksize,
+        )
+    except PrivgateError as exc:  # a refusal: one line and its exit code (3: blocked)
+        print(f"privgate: {exc}", file=sys.stderr)
+        return exc.exit_code
     print(f"gate: {'PASSED' if result['passed'] else 'BLOCKED'}; release: {result['output']}")
     return 0 if result["passed"] else 3
 

@@ -24,12 +24,17 @@ from privgate.core.scale._pipeline import (
     anonymize_dask,
     frequency_stage,
     publish_stage,
+    reference_stage,
     scale_setup,
     search_stage,
     verify_stage,
     write_stage,
 )
-from privgate.core.scale._verify import class_stats_from_histogram, verify_parquet_release
+from privgate.core.scale._verify import (
+    class_stats_from_histogram,
+    reference_from_histogram,
+    verify_parquet_release,
+)
 
 __all__ = [
     "GeneralizationPlan",
@@ -48,6 +53,8 @@ __all__ = [
     "plan_generalization",
     "publish_stage",
     "read_input",
+    "reference_from_histogram",
+    "reference_stage",
     "scale_setup",
     "search_stage",
     "verify_parquet_release",

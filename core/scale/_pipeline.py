@@ -19,16 +19,18 @@ from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
+from privgate.core.privacy import TCloseness
 from privgate.core.scale._apply import GeneralizationPlan, generalize_frame, plan_generalization
 from privgate.core.scale._dictionary import frequency_set_from_histogram
 from privgate.core.scale._frequency import histogram_of, read_input
-from privgate.core.scale._verify import verify_parquet_release
+from privgate.core.scale._verify import reference_from_histogram, verify_parquet_release
 
 __all__ = [
     "ScaleRun",
     "anonymize_dask",
     "frequency_stage",
     "publish_stage",
+    "reference_stage",
     "scale_setup",
     "search_stage",
     "verify_stage",
@@ -67,6 +69,23 @@ def frequency_stage(
     return freq
 
 
+def reference_stage(
+    policy: ReleasePolicy, setup: SearchSetup, blocksize: str | int = "64MB"
+) -> dict[str, dict[str | None, int]] | None:
+    """t-closeness' reference: the input's count of each value of every t-closeness column,
+    as text read the way the gate reads the release (``None`` without t-closeness).
+
+    The search compares a class with the input's distribution, suppressed records included;
+    the gate must compare with the same one (issue 16: with the released records' instead,
+    the gate blocked the node the search chose). One more pass over the input's blocks.
+    """
+    columns = sorted({m.column for m in setup.models if isinstance(m, TCloseness)})
+    if not columns:
+        return None
+    frame = read_input(policy.input, _needed_columns(setup), blocksize)
+    return reference_from_histogram(histogram_of(frame, columns, text=True))
+
+
 def search_stage(
     freq: FrequencySet, setup: SearchSetup
 ) -> tuple[GeneralizationPlan, Generalization]:
@@ -98,12 +117,19 @@ def write_stage(
     return staging
 
 
-def verify_stage(staging: str | Path, setup: SearchSetup, input_rows: int) -> GateDecision:
-    """The gate on the written parts, computed partition by partition."""
+def verify_stage(
+    staging: str | Path,
+    setup: SearchSetup,
+    input_rows: int,
+    reference: dict[str, dict[str | None, int]] | None = None,
+) -> GateDecision:
+    """The gate on the written parts, computed partition by partition (t-closeness against
+    ``reference``, :func:`reference_stage`)."""
     return verify_parquet_release(
         staging,
         list(setup.quasi_identifiers),
         list(setup.models),
+        reference=reference,
         **setup.gate_limits(input_rows),
     )
 
@@ -152,6 +178,7 @@ def anonymize_dask(
 
     mark = time.perf_counter()
     freq = frequency_stage(policy, setup, blocksize)
+    reference = reference_stage(policy, setup, blocksize)
     timings["ingest_frequency"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
@@ -164,7 +191,7 @@ def anonymize_dask(
 
     mark = time.perf_counter()
     n_rows = freq.table.n_rows
-    decision = verify_stage(staging, setup, n_rows)
+    decision = verify_stage(staging, setup, n_rows, reference)
     timings["verify"] = time.perf_counter() - mark
 
     publish_stage(staging, output, decision)

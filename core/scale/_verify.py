@@ -12,19 +12,26 @@ its measurements are the gate's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import dask.dataframe as dd
 import numpy as np
 
 from privgate.core.encoding import ClassStats
-from privgate.core.gate import GateDecision, check_columns, decide, sensitive_columns_of
+from privgate.core.exceptions import VerificationError
+from privgate.core.gate import (
+    GateDecision,
+    check_columns,
+    decide,
+    sensitive_columns_of,
+    with_reference,
+)
 from privgate.core.privacy import PrivacyModel
 from privgate.core.scale._frequency import histogram_of
 from privgate.core.scale._histogram import PartialHistogram
 
-__all__ = ["class_stats_from_histogram", "verify_parquet_release"]
+__all__ = ["class_stats_from_histogram", "reference_from_histogram", "verify_parquet_release"]
 
 
 def class_stats_from_histogram(histogram: PartialHistogram, n_quasi_identifiers: int) -> ClassStats:
@@ -60,6 +67,36 @@ def class_stats_from_histogram(histogram: PartialHistogram, n_quasi_identifiers:
     return ClassStats.from_labels(class_ids, n_classes, weights, sens_codes, sens_values)
 
 
+def reference_from_histogram(histogram: PartialHistogram) -> dict[str, dict[str | None, int]]:
+    """Per column of a text histogram (``histogram_of(..., text=True)``), the count of each
+    value (``None``: a missing cell): the form :func:`privgate.core.gate.with_reference` takes.
+    """
+    out: dict[str, dict[str | None, int]] = {}
+    for j, name in enumerate(histogram.columns):
+        counts: dict[str | None, int] = {}
+        codes = histogram.tuples[:, j].astype(np.int64)
+        for code, count in zip(codes.tolist(), histogram.counts.tolist(), strict=True):
+            value = None if code < 0 else str(histogram.values[j][code])
+            counts[value] = counts.get(value, 0) + int(count)
+        out[name] = counts
+    return out
+
+
+def generalized_away_from_histogram(
+    histogram: PartialHistogram, n_quasi_identifiers: int
+) -> dict[str, str | None]:
+    """:func:`privgate.core.gate.generalized_away` on a text histogram: the quasi-identifiers
+    (its first ``n_quasi_identifiers`` columns) holding one value in every row."""
+    if histogram.n_rows == 0:
+        return {}
+    out: dict[str, str | None] = {}
+    for j, name in enumerate(histogram.columns[:n_quasi_identifiers]):
+        codes = histogram.tuples[:, j]
+        if (codes == codes[0]).all():
+            out[name] = None if codes[0] < 0 else str(histogram.values[j][codes[0]])
+    return out
+
+
 def verify_parquet_release(
     path: str | Path,
     quasi_identifiers: Sequence[str],
@@ -69,12 +106,16 @@ def verify_parquet_release(
     suppression_limit: float = 0.0,
     expected_columns: Sequence[str] | None = None,
     forbidden_columns: Sequence[str] = (),
+    reference: Mapping[str, Mapping[str | None, int]] | None = None,
 ) -> GateDecision:
     """The gate's decision on a partitioned Parquet release (a folder of part files).
 
     Same parameters and result as :func:`privgate.core.gate.verify_table`; the release is read back
     from ``path`` partition by partition on the active dask scheduler. An unreadable release
-    is a blocked release.
+    is a blocked release. ``reference`` is t-closeness' distribution, the input's (the one
+    definition the search and the pandas gate use, see
+    :func:`privgate.core.gate.sensitive_reference`; on this path
+    :func:`privgate.core.scale.reference_stage` counts it on the input).
     """
     try:
         frame = dd.read_parquet(str(path))
@@ -90,4 +131,12 @@ def verify_parquet_release(
     except Exception as exc:
         return GateDecision(False, [f"cannot read release {path}: {exc}"], {})
     stats = class_stats_from_histogram(histogram, len(quasi_identifiers))
-    return decide(stats, histogram.n_rows, models, reasons, input_rows, suppression_limit)
+    if reference:
+        try:
+            stats = with_reference(stats, reference)
+        except VerificationError as exc:
+            return GateDecision(False, [*reasons, str(exc)], {"rows": histogram.n_rows})
+    decision = decide(stats, histogram.n_rows, models, reasons, input_rows, suppression_limit)
+    away = generalized_away_from_histogram(histogram, len(quasi_identifiers))
+    decision.measurements["generalized_away"] = away
+    return decision

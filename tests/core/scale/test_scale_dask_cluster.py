@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -103,10 +105,75 @@ def test_distributed_gate_blocks_what_the_gate_blocks(client, adult_policy, tmp_
 def test_blocked_release_is_not_published(client, adult_policy, tmp_path, monkeypatch):
     import privgate.core.scale._pipeline as pipeline
 
-    def strict_gate(staging, setup, input_rows):
+    def strict_gate(staging, setup, input_rows, reference=None):
         return verify_parquet_release(staging, setup.quasi_identifiers, [KAnonymity(k=10**6)])
 
     monkeypatch.setattr(pipeline, "verify_stage", strict_gate)
     with pytest.raises(GateBlockedError):
         anonymize_dask(adult_policy, tmp_path / "release", blocksize="1MB")
     assert list(tmp_path.iterdir()) == []
+
+
+def _arx_t_closeness_policy(adult_policy):
+    """ARX's case: hierarchical 0.2-closeness on occupation, k = 5, 5 % suppression, all other
+    Adult columns quasi-identifiers, non-uniform entropy."""
+    spec = adult_policy.model_dump(mode="json", exclude_none=True)
+    folder = Path(spec["columns"]["occupation"]["hierarchy"]["path"]).parent
+    spec["columns"]["occupation"]["role"] = "sensitive"
+    spec["columns"]["salary-class"] = {
+        "role": "quasi_identifier",
+        "hierarchy": {"kind": "arx", "path": str(folder / "adult_hierarchy_salary-class.csv")},
+    }
+    spec["privacy"].update(
+        k=5,
+        suppression_limit=0.05,
+        t_closeness=[{"column": "occupation", "t": 0.2, "distance": "hierarchical"}],
+    )
+    spec["algorithm"]["metric"] = "entropy"
+    return type(adult_policy).model_validate(spec)
+
+
+def test_arx_t_closeness_case_publishes_on_dask_with_the_pandas_gates_numbers(
+    client, adult_policy, tmp_path
+):
+    """One t-closeness definition on both paths: the Dask gate compares each class with the
+    input's distribution (suppressed records included), as the search and the pandas gate do.
+    Measured against the released records instead, the same release is blocked at 0.202777."""
+    policy = _arx_t_closeness_policy(adult_policy)
+    setup = SearchSetup.from_policy(policy)
+    ingested = stages.ingest(policy, "test")
+    [table] = stages.anonymize(ingested.frame, setup)
+    expected = verify_table(
+        table.frame,
+        list(setup.quasi_identifiers),
+        list(setup.models),
+        reference=table.reference,
+        **setup.gate_limits(ingested.rows),
+    )
+
+    run = anonymize_dask(policy, tmp_path / "release", blocksize="1MB", shuffle_seed=2)
+
+    assert run.summary["suppressed"] == table.result.n_suppressed == 1384
+    assert run.levels == table.result.levels
+    assert run.decision.passed and expected.passed
+    assert run.decision.measurements == expected.measurements
+    old = verify_parquet_release(
+        run.output, list(setup.quasi_identifiers), list(setup.models), **setup.gate_limits(30162)
+    )
+    assert not old.passed and "reaches 0.202777" in old.reasons[0]
+
+
+def test_a_reference_that_does_not_name_the_released_values_blocks(client, adult_policy, tmp_path):
+    policy = _arx_t_closeness_policy(adult_policy)
+    setup = SearchSetup.from_policy(policy)
+    run = anonymize_dask(policy, tmp_path / "release", blocksize="1MB")
+    wrong = {"occupation": {"Tech-support": 30162}}
+    decision = verify_parquet_release(
+        run.output,
+        list(setup.quasi_identifiers),
+        list(setup.models),
+        reference=wrong,
+        **setup.gate_limits(30162),
+    )
+    assert not decision.passed
+    assert "are not in the input" in decision.reasons[-1]
