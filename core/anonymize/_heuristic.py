@@ -517,8 +517,8 @@ class _Search:
                 "mode": "heuristic",
                 "why": (
                     f"the lattice has {self.size:,} nodes: searched by greedy climbs, local "
-                    "descent and a best-first search within the evaluation budget, so the "
-                    "node is the best found, not proven optimal"
+                    "descent, a best-first search and perturbations within the evaluation "
+                    "budget, so the node is the best found, not proven optimal"
                 ),
                 "metric": self.metric.name,
                 "loss": float(self.best_loss),
