@@ -51,12 +51,19 @@ class ReleaseParameters(BaseModel):
     dry_run: bool = Field(
         default=False, description="Run every stage and verify, but publish nothing."
     )
+    release_history: bool = Field(
+        default=False,
+        description="Check the release against the dataset's earlier releases and record it, "
+        "for a policy that names a person key or a single identifier column and has no history "
+        "section of its own (nightly deployments turn this on).",
+    )
     overrides: dict[str, Any] = Field(
         default_factory=dict,
         description='Further dotted-key policy overrides, e.g. {"output.directory": "/srv/out"}.',
     )
 
     _policy: ReleasePolicy | None = PrivateAttr(default=None)
+    _history_note: str | None = PrivateAttr(default=None)
 
     def policy(self) -> ReleasePolicy:
         """The policy with this run's overrides, validated (once: the command line resolves it
@@ -64,7 +71,18 @@ class ReleaseParameters(BaseModel):
         if self._policy is None:
             from privgate.flows.policy_overrides import resolve_policy
 
-            self._policy = resolve_policy(
+            policy = resolve_policy(
                 self.policy_path, self.k, self.suppression_limit, self.overrides, self.epsilon
             )
+            if self.release_history:
+                from privgate.core.history import history_by_default
+
+                policy, self._history_note = history_by_default(policy)
+            self._policy = policy
         return self._policy
+
+    @property
+    def history_note(self) -> str | None:
+        """Why the release history is on or off for this run (``release_history`` runs only;
+        after :meth:`policy`)."""
+        return self._history_note

@@ -95,6 +95,8 @@ def _release(parameters: ReleaseParameters) -> State:
     policy = parameters.policy()
     release_date = parameters.release_date or datetime.now(UTC).date()
     get_run_logger().info(prepare_private_results(policy))
+    if parameters.history_note is not None:
+        get_run_logger().info("release history: %s", parameters.history_note)
     opened = _open(policy)
     if policy.is_differentially_private:
         from privgate.flows.dp_release import dp_release

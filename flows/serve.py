@@ -49,7 +49,8 @@ def build_deployments(
     for path in policy_paths:
         name = deployment_name(path)  # loads and validates the policy: fail before serving
         absolute = Path(path).resolve()
-        parameters: dict[str, Any] = {"policy_path": str(absolute)}
+        # Nightly: every release of a keyed dataset is checked against the earlier ones.
+        parameters: dict[str, Any] = {"policy_path": str(absolute), "release_history": True}
         if overrides:
             parameters["overrides"] = dict(overrides)
         deployments.append(

@@ -17,6 +17,7 @@ from privgate.core.history._criterion import (
 from privgate.core.history._release import (
     HistoryEntry,
     check_written_release,
+    history_by_default,
     history_requirements,
     removal_budget,
     searched_policy,
@@ -42,6 +43,7 @@ __all__ = [
     "check_written_release",
     "configured_history_url",
     "exposure",
+    "history_by_default",
     "history_exists",
     "history_requirements",
     "protect_across_releases",

@@ -34,6 +34,7 @@ from privgate.core.policy import ReleasePolicy
 __all__ = [
     "HistoryEntry",
     "check_written_release",
+    "history_by_default",
     "history_requirements",
     "removal_budget",
     "searched_policy",
@@ -50,6 +51,35 @@ def history_requirements(policy: ReleasePolicy) -> tuple[int, dict[str, int]]:
     for spec in privacy.l_diversity or []:
         l_required[spec.column] = max(l_required.get(spec.column, 1), math.ceil(spec.l))
     return int(privacy.k), l_required
+
+
+def history_by_default(policy: ReleasePolicy) -> tuple[ReleasePolicy, str]:
+    """The policy with the release history turned on where it can be, and why (or why not).
+
+    What nightly deployments run: a k-anonymous, single-release policy that names who a row
+    is — its person key, else its only identifier column — is checked against the dataset's
+    earlier releases and recorded. A policy's own ``history`` section always wins (including
+    ``check: false``); a DP policy composes through the ε ledger; a policy with no key, or
+    several identifiers and no person key, cannot follow anyone from one night to the next.
+    """
+    if policy.differential_privacy is not None:
+        return policy, "differentially private: releases compose through the ε ledger"
+    if policy.history is not None:
+        on = "on" if policy.history.check else "off"
+        return policy, f"the policy's own history section ({on})"
+    if policy.algorithm.name.value == "tiered":
+        return policy, "a tiered run makes several releases at once (not checked)"
+    key = policy.privacy.person_key
+    if key is None and len(policy.identifiers) == 1:
+        key = policy.identifiers[0]
+    if key is None:
+        found = ", ".join(policy.identifiers) or "none"
+        return policy, (
+            f"no person key and not exactly one identifier column ({found}): nobody can be "
+            "followed from one release to the next (not checked)"
+        )
+    checked = policy.with_overrides(**{"history.check": True, "history.key": key})
+    return checked, f"on, following {key!r} from one release to the next"
 
 
 def searched_policy(policy: ReleasePolicy) -> ReleasePolicy:

@@ -34,6 +34,35 @@ def test_work_pool_deployments_have_their_own_names_absolute_paths_and_timezones
             assert f"timezone {schedule['timezone']}" in item["description"], item["name"]
 
 
+def test_nightly_deployments_check_keyed_datasets_against_their_release_history(monkeypatch):
+    """Both ways to deploy run nightly with ``release_history`` on: a policy that names its
+    persons (hospital) is checked and recorded; one without a key (Adult) cannot be, and a DP
+    policy composes through the ledger; the reason is stated."""
+    from privgate.flows.parameters import ReleaseParameters
+
+    monkeypatch.chdir(REPO)
+    (served,) = build_deployments(["policies/hospital.yaml"])
+    assert served.parameters["parameters"]["release_history"] is True
+    declared = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
+    assert all(d["parameters"]["parameters"]["release_history"] for d in declared["deployments"])
+
+    hospital = ReleaseParameters(policy_path="policies/hospital.yaml", release_history=True)
+    assert hospital.policy().history_key == "subject_id"
+    assert hospital.history_note == "on, following 'subject_id' from one release to the next"
+    adult = ReleaseParameters(policy_path="policies/adult.yaml", release_history=True)
+    assert adult.policy().history_key is None
+    assert "nobody can be followed" in adult.history_note
+    dp = ReleaseParameters(policy_path="policies/hospital-dp.yaml", release_history=True)
+    assert dp.policy().history is None and "ε ledger" in dp.history_note
+    own = ReleaseParameters(
+        policy_path="policies/hospital.yaml",
+        release_history=True,
+        overrides={"history.check": False, "history.key": "subject_id"},
+    )
+    assert own.policy().history_key is None and "own history section (off)" in own.history_note
+    assert ReleaseParameters(policy_path="policies/hospital.yaml").policy().history is None
+
+
 def _pool_policies():
     declared = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
     for item in declared["deployments"]:
