@@ -60,3 +60,56 @@ def test_scale_flow_on_an_existing_scheduler(prefect_harness, adult_policy_path,
             blocksize="1MB",
         )
         _check_adult_release(result, output, adult_policy_path)
+
+
+def test_a_blocked_scale_release_fails_its_gate_task_the_run_and_the_cli(
+    prefect_harness, adult_policy_path, tmp_path, monkeypatch, capfd
+):
+    """A gate stricter than the search (k = 10^6 at the gate only): verify-and-gate fails, the
+    flow run is Failed, nothing is published nor left in staging, and the CLI exits 3. The
+    cluster runs in this process (threads), so the stricter gate reaches its tasks."""
+    distributed = pytest.importorskip("distributed")
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from privgate.core.exceptions import GateBlockedError
+    from privgate.core.privacy import KAnonymity
+    from privgate.core.scale import verify_parquet_release
+    from privgate.flows import scale
+
+    def strict_gate(staging, setup, input_rows, reference=None):
+        return verify_parquet_release(staging, setup.quasi_identifiers, [KAnonymity(k=10**6)])
+
+    monkeypatch.setattr(scale, "verify_stage", strict_gate)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        runner = scale.make_task_runner(cluster.scheduler_address)
+        flow = scale.scale_release_flow.with_options(task_runner=runner)
+        state = flow(adult_policy_path, str(tmp_path / "a"), blocksize="2MB", return_state=True)
+        assert state.is_failed()
+        with pytest.raises(GateBlockedError):
+            state.result()
+        with get_client(sync_client=True) as client:
+            runs = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(
+                    id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
+                )
+            )
+        by_name = {r.name.rsplit("-", 1)[0]: r.state for r in runs}
+        assert by_name["verify-and-gate"].is_failed()
+        assert by_name["search"].is_completed()
+        code = scale.main(
+            [
+                adult_policy_path,
+                str(tmp_path / "b"),
+                "--scheduler-address",
+                cluster.scheduler_address,
+                "--blocksize",
+                "2MB",
+            ]
+        )
+    assert code == 3
+    err = capfd.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("privgate: gate blocked release") and "1000000-anonymity" in err
+    assert list(tmp_path.iterdir()) == []  # neither release, no staging folder left
