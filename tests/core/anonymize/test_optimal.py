@@ -282,7 +282,9 @@ def privacy(draw) -> tuple[list[PrivacyModel], float]:
         )  # fmt: skip
     if draw(st.booleans()):
         t = draw(st.sampled_from([0.15, 0.3, 0.5]))
-        models.append(TCloseness(column="s", t=t, distance=draw(st.sampled_from(T_DISTANCES))))
+        distance = draw(st.sampled_from(T_DISTANCES))
+        hierarchy = S_HIERARCHY if distance == "hierarchical" else None
+        models.append(TCloseness(column="s", t=t, distance=distance, hierarchy=hierarchy))
     if draw(st.booleans()):
         models.append(HighestRisk(limit=draw(st.sampled_from([0.5, 0.25, 0.2]))))
     if draw(st.booleans()):
@@ -292,7 +294,9 @@ def privacy(draw) -> tuple[list[PrivacyModel], float]:
     return models, draw(st.sampled_from([0.0, 0.05, 0.2]))
 
 
-T_DISTANCES = ["equal", "ordered"]
+T_DISTANCES = ["equal", "ordered", "hierarchical"]
+#: The sensitive column's hierarchy for hierarchical t-closeness (x and y share a parent).
+S_HIERARCHY = ARXHierarchy("s", [["x", "xy", "*"], ["y", "xy", "*"], ["z", "z", "*"]])
 
 
 def gate_of(problem: Problem, result: Generalization, models, limit: float):
