@@ -268,6 +268,7 @@ def _transformation_section(
             for q in qis
         },
         "suppressed": int(table.metrics.get("suppressed", 0)),
+        "removed_by_history": table.metrics.get("removed_by_history"),
         "seconds": table.metrics.get("seconds"),
         "search": {
             k.removeprefix("search_"): v

@@ -685,6 +685,39 @@ def _attacks(report: ReleaseReport) -> str:
     return "".join(parts)
 
 
+def _history(report: ReleaseReport) -> str:
+    """The cross-release criterion the gate checked (policy ``history``): what every release of
+    the dataset, this one included, still protects when an attacker intersects them."""
+    h = report.privacy_gate["measurements"]["history"]
+    values = h.get("min_possible_values") or {}
+    items = [
+        ("earlier releases", h.get("past_releases")),
+        ("people checked", h.get("people_checked")),
+        ("in several releases", h.get("people_in_several_releases")),
+        ("fewest candidates (k)", h.get("min_candidates")),
+        *[(f"fewest values of {c} (l)", v) for c, v in values.items()],
+        ("exposed below k", h.get("exposed_by_k")),
+        ("exposed below l", h.get("exposed_by_l")),
+    ]
+    removed = (report.transformation or {}).get("removed_by_history")
+    return (
+        f"<p>{_pill(bool(h.get('passed')), 'holds', 'fails')} Combined with every earlier "
+        "release of this dataset, as an attacker who downloaded them all and knows who was in "
+        "which would intersect them: each person's candidate records and possible sensitive "
+        f"values (k = {_e(h.get('k'))}, l = {escape(str(h.get('l') or {}))}).</p>"
+        + _cards(items)
+        + (
+            f"<p class='note'>{_e(removed)} row(s) were removed before staging so that the "
+            "combination exposes no one (counted as suppressed).</p>"
+            if removed
+            else ""
+        )
+        + "<p class='note'>Who went into which class is recorded privately in the release "
+        "history (never published); <code>privgate history DATASET</code> lists the releases "
+        "and their checks.</p>"
+    )
+
+
 def render_html(report: ReleaseReport) -> str:
     """The report as one self-contained HTML document (inline CSS, base64 PNG figures).
 
@@ -709,6 +742,8 @@ def render_html(report: ReleaseReport) -> str:
         sections.insert(4, ("ranking", "Sensitivity ranking", _ranking(report.run)))
     if report.privacy_gate.get("measurements", {}).get("attacks"):
         sections.insert(3, ("attacks", "Attacks on the release", _attacks(report)))
+    if report.privacy_gate.get("measurements", {}).get("history"):
+        sections.insert(2, ("history", "Earlier releases", _history(report)))
     nav = "".join(f'<a href="#{sid}">{escape(title)}</a>' for sid, title, _ in sections)
     body = "".join(
         f'<section id="{sid}"><h2>{escape(title)}</h2>{content}</section>'

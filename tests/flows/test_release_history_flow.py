@@ -78,6 +78,9 @@ def test_nightly_releases_are_checked_against_and_recorded_in_the_history(tmp_pa
         "measurements"
     ].get("suppressed", 0)
     assert "S000" not in (Path(first.result()["path"]) / "release.csv").read_text()
+    report = (Path(first.result()["path"]) / "report.html").read_text()
+    assert "Earlier releases</h2>" in report and "exposed below k" in report
+    assert "S000" not in report  # who went where stays in the private history
 
     second = _run(tmp_path, _night_two(night_one), 2)
     assert second.is_completed(), second.message
