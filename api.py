@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 __all__ = ["Release", "anonymize", "load_policy", "releases", "verify"]
 
 
+#: A column name no policy declares: carries each row's person key through the shuffle in
+#: :meth:`Release.write` (never written).
+_PERSON = "\x00person"
+
+
 @dataclass(frozen=True)
 class Release:
     """One anonymized release of a table, verified by the gate (in memory, nothing written).
@@ -66,17 +71,28 @@ class Release:
         """Write the release (CSV, or Parquet for a ``.parquet`` path), rows in a random order,
         and verify the file as written. A release the gate blocks is removed again.
 
-        Returns the gate's decision on the written file.
+        Returns the gate's decision on the written file, verified as the flow verifies it:
+        with the person of each written row (a person-keyed policy) and the input's
+        distribution as t-closeness' reference, over the columns the release covers.
         """
         from privgate.core.anonymize import shuffle_rows
 
         path = Path(path)
-        rows = shuffle_rows(self.frame)
+        facts = self.table.gate_facts()  # the persons (shuffled with the rows), the reference
+        frame = self.frame
+        if self.table.persons is not None:
+            frame = frame.assign(**{_PERSON: self.table.persons})
+        rows = shuffle_rows(frame)
+        if self.table.persons is not None:
+            facts["persons"] = rows.pop(_PERSON).to_numpy(dtype=object)
         if path.suffix == ".parquet":
             rows.to_parquet(path, index=False)
         else:
             rows.to_csv(path, index=False)
-        decision = verify(path, self.policy, input_rows=self.metrics["input_rows"])
+        setup = SearchSetup.from_policy(self.policy)
+        decision = stages.verify(
+            path, setup, self.metrics["input_rows"], covered=self.table.covered, **facts
+        )
         if not decision.passed:
             path.unlink()
         return decision

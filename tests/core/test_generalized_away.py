@@ -91,6 +91,17 @@ def test_hospital_optimum_generalizes_quasi_identifiers_away_and_says_so(hospita
     assert "FLAGGED: " in decision.summary and "'age' ('*')" in decision.summary
 
 
+def test_hospital_release_written_is_verified_in_patients(hospital, tmp_path) -> None:
+    """Release.write verifies the written file with each written row's patient (shuffled with
+    the rows), as the flow does: the same classes, persons and suppression in persons."""
+    _, _, release = hospital
+    written = release.write(tmp_path / "hospital.csv")
+    assert written.passed, written.reasons
+    for key in ("persons", "suppressed", "suppressed_unit", "classes", "min_class_size"):
+        assert written.measurements[key] == release.decision.measurements[key], key
+    assert written.flags == release.decision.flags
+
+
 def test_hospital_report_banner_shows_the_flag(hospital) -> None:
     from privgate.core.anonymize import SearchSetup
     from privgate.core.report import build_report, render_html

@@ -70,9 +70,10 @@ def test_arx_hierarchical_t_closeness_case_publishes(shared_data) -> None:
     assert decision.measurements["achieved"][str(t_model)] <= 0.2
 
 
-def test_arx_case_publishes_through_the_python_api(adult_policy) -> None:
+def test_arx_case_publishes_through_the_python_api(adult_policy, tmp_path) -> None:
     """The same case as a policy, through :func:`privgate.anonymize` (the stages the flow runs:
-    the search, then the gate with the input's distribution as the reference)."""
+    the search, then the gate with the input's distribution as the reference), and written:
+    the file's gate uses the same reference (without it, it blocked and removed the file)."""
     import privgate
     from privgate.core import stages
 
@@ -95,3 +96,7 @@ def test_arx_case_publishes_through_the_python_api(adult_policy) -> None:
     assert release.metrics["suppressed"] == 1384
     achieved = release.decision.measurements["achieved"]
     assert achieved["0.2-closeness(occupation, hierarchical distance)"] <= 0.2
+    written = release.write(tmp_path / "arx.csv")
+    assert written.passed, written.reasons
+    assert written.measurements["achieved"] == achieved
+    assert (tmp_path / "arx.csv").is_file()
