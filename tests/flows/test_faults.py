@@ -146,6 +146,53 @@ def test_a_run_killed_at_a_stage_boundary_leaves_no_partial_release(demo_csv, tm
     assert [p.name for p in _dataset_dir(output).iterdir()] == [release.name]
 
 
+# --- SIGKILL around the release history's record -------------------------------------------
+
+
+def _killed_history_run(boundary: str, api_url: str, parameters: dict, env: dict) -> None:
+    """:func:`_killed_run` with this test's private data directory (the forkserver's
+    environment is older than the test's)."""
+    os.environ.update(env)
+    _killed_run(boundary, api_url, parameters)
+
+
+@pytest.mark.parametrize("boundary", ["publish:after-rename", "history-record"])
+def test_a_run_killed_around_the_history_record_is_recorded_exactly_once(
+    demo_csv, tmp_path, boundary
+):
+    """Publication and the history record are one step for an observer who retries: killed
+    after the rename (published, not recorded) or after the record, the next run publishes
+    nothing new and leaves exactly one history record whose people are the release's."""
+    from prefect.settings import PREFECT_API_URL
+
+    from privgate.core.history import ReleaseHistory, configured_history_url
+
+    output = tmp_path / "releases"
+    history = {"history.check": True, "history.margin": 0.0}
+    parameters = _parameters(demo_csv, output, 20)
+    parameters = parameters.model_copy(update={"overrides": {**parameters.overrides, **history}})
+    env = {"PRIVGATE_HISTORY_URL": configured_history_url()}
+    child = PROCESSES.Process(
+        target=_killed_history_run,
+        args=(boundary, PREFECT_API_URL.value(), parameters.model_dump(), env),
+    )
+    child.start()
+    child.join(timeout=600)
+    assert child.exitcode == -signal.SIGKILL, f"the run was not killed at {boundary}"
+    (release,) = _releases(output)  # the rename happened before either kill
+    with ReleaseHistory() as store:
+        before = store.releases("census-demo")
+    assert len(before) == (1 if boundary == "history-record" else 0)
+
+    outcome = release_flow(ReleaseParameters(**parameters.model_dump()))
+    assert outcome["published"] and outcome["already_published_by"]
+    assert _releases(output) == [release] and _working_folders(output) == []
+    with ReleaseHistory() as store:
+        (recorded,) = store.releases("census-demo")
+    rows = (release / "release.csv").read_text().count("\n") - 1
+    assert recorded.release_id == release.name and recorded.people == rows
+
+
 # --- the Prefect server stops mid-run ----------------------------------------------------------
 
 
