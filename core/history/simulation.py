@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from privgate.core.history._criterion import exposure, protect_across_releases, release_snapshot
+from privgate.core.history._release import history_requirements
 from privgate.core.history._store import PastRelease
 
 __all__ = ["Churn", "NightResult", "SimulationResult", "simulate_nightly_releases"]
@@ -126,12 +127,7 @@ def simulate_nightly_releases(
 
     rng = np.random.default_rng(churn.seed)
     qis = list(policy.quasi_identifiers)
-    l_required = {
-        model.column: int(model.l)
-        for model in (policy.privacy.l_diversity or [])
-        if getattr(model, "variant", "distinct") == "distinct"
-    }
-    k = int(policy.privacy.k)
+    k, l_required = history_requirements(policy)  # the same criterion as the release flow
     searched = policy
     if margin:
         searched = policy.with_overrides(**{"privacy.k": math.ceil(k * (1 + margin))})
