@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from privgate.core.anonymize import (
 from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
 from privgate.core.policy import ReleasePolicy
+from privgate.core.privacy import TCloseness
 from privgate.core.textcsv import read_text_columns, write_text_columns
 
 __all__ = ["anonymize_csv"]
@@ -53,6 +55,16 @@ def _read(policy: ReleasePolicy) -> dict[str, np.ndarray]:
     if not len(next(iter(columns.values()))):
         raise IngestError(f"{spec.path}: no data rows (only a header)")
     return columns
+
+
+def _t_reference(columns: dict[str, np.ndarray], models) -> dict[str, dict] | None:
+    """t-closeness' reference: the input's count of each value of every t-closeness column,
+    as the text the release carries (one definition with the search, see
+    :func:`privgate.core.gate.sensitive_reference`); ``None`` without t-closeness."""
+    names = sorted({m.column for m in models if isinstance(m, TCloseness)})
+    if not names:
+        return None
+    return {name: dict(Counter(columns[name].tolist())) for name in names}
 
 
 def anonymize_csv(
@@ -114,6 +126,7 @@ def anonymize_csv(
         staging,
         list(setup.quasi_identifiers),
         list(setup.models),
+        reference=_t_reference(columns, setup.models),
         **setup.gate_limits(data.n_rows),
     )
     timings["verify"] = time.perf_counter() - mark

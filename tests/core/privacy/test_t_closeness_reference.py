@@ -70,13 +70,8 @@ def test_arx_hierarchical_t_closeness_case_publishes(shared_data) -> None:
     assert decision.measurements["achieved"][str(t_model)] <= 0.2
 
 
-def test_arx_case_publishes_through_the_python_api(adult_policy, tmp_path) -> None:
-    """The same case as a policy, through :func:`privgate.anonymize` (the stages the flow runs:
-    the search, then the gate with the input's distribution as the reference), and written:
-    the file's gate uses the same reference (without it, it blocked and removed the file)."""
-    import privgate
-    from privgate.core import stages
-
+def _arx_case_spec(adult_policy) -> dict:
+    """The ARX case as a policy document (Adult's policy, occupation sensitive)."""
     spec = adult_policy.model_dump(mode="json", exclude_none=True)
     folder = Path(spec["columns"]["occupation"]["hierarchy"]["path"]).parent
     spec["columns"]["occupation"]["role"] = "sensitive"
@@ -90,7 +85,17 @@ def test_arx_case_publishes_through_the_python_api(adult_policy, tmp_path) -> No
         t_closeness=[{"column": "occupation", "t": 0.2, "distance": "hierarchical"}],
     )
     spec["algorithm"]["metric"] = "entropy"
-    policy = type(adult_policy).model_validate(spec)
+    return spec
+
+
+def test_arx_case_publishes_through_the_python_api(adult_policy, tmp_path) -> None:
+    """The same case as a policy, through :func:`privgate.anonymize` (the stages the flow runs:
+    the search, then the gate with the input's distribution as the reference), and written:
+    the file's gate uses the same reference (without it, it blocked and removed the file)."""
+    import privgate
+    from privgate.core import stages
+
+    policy = type(adult_policy).model_validate(_arx_case_spec(adult_policy))
     release = privgate.anonymize(stages.ingest(policy).frame, policy)
     assert release.passed, release.decision.reasons
     assert release.metrics["suppressed"] == 1384
@@ -100,3 +105,19 @@ def test_arx_case_publishes_through_the_python_api(adult_policy, tmp_path) -> No
     assert written.passed, written.reasons
     assert written.measurements["achieved"] == achieved
     assert (tmp_path / "arx.csv").is_file()
+
+
+def test_arx_case_publishes_through_privgate_anonymize(adult_policy, tmp_path, capsys) -> None:
+    """`privgate anonymize` (one process, its own reader and writer) verifies the written file
+    with the input's distribution too: the ARX case exits 0 and its file is written."""
+    import json
+
+    from privgate.flows.cli import main
+
+    policy = tmp_path / "arx-t.yaml"
+    policy.write_text(json.dumps(_arx_case_spec(adult_policy)))  # JSON is YAML
+    out = tmp_path / "arx.csv"
+    assert main(["anonymize", str(policy), "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("gate: PASSED: 28778 rows") and "1384 records suppressed" in text
+    assert out.is_file()
