@@ -117,7 +117,8 @@ def releases(
     frame : DataFrame
         The input table, with the policy's declared columns.
     policy : ReleasePolicy or path
-        A loaded policy, or the path of its YAML file. Its ``input`` section is not read.
+        A loaded policy, or the path of its YAML file. Its ``input`` section is not read
+        (its ``privacy.research_subset`` key file is: only the records it lists are released).
     ranking : Ranking, optional
         A sensitivity ranking to reuse; by default computed when the policy has a ``ranking``
         section.
@@ -143,6 +144,11 @@ def releases(
         from privgate.validations.schema import validate_input
 
         frame = validate_input(frame, policy, dict(setup.hierarchies))
+    if policy.privacy is not None and policy.privacy.research_subset is not None:
+        from privgate.core.research_subset import select_research_subset
+
+        # Only the subset's records are released, and every criterion counts only them.
+        frame = select_research_subset(frame, policy.privacy.research_subset)[0]
     if ranking is None and policy.ranking is not None:
         ranking = stages.rank(frame, policy)
     out = []

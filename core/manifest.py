@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from privgate.core.utility import UtilityDecision, UtilityReport
 
 __all__ = [
+    "input_facts",
     "attack_facts",
     "build_manifest",
     "output_facts",
@@ -55,6 +56,18 @@ def output_facts(staged: StagedRelease, frame: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def input_facts(ingested: IngestedTable) -> dict[str, Any]:
+    """The input as the manifest and report record it: the file's path, sha256 and rows (the
+    rows released from: with a research subset, the subset's, which ``research_subset``
+    describes beside the key file's sha256 and the whole table's rows)."""
+    facts: dict[str, Any] = {"path": ingested.path, "sha256": ingested.sha256}
+    if ingested.subset is not None:
+        facts["sha256"] = ingested.file_sha256
+        facts["research_subset"] = ingested.subset.to_dict()
+    facts["rows"] = ingested.rows
+    return facts
+
+
 def release_id_for(policy: ReleasePolicy, input_sha256: str, release_date: date) -> str:
     """A k-anonymous release's id: data fingerprint, policy hash and date (see
     :func:`privgate.core.publish.make_release_id`)."""
@@ -80,7 +93,7 @@ def run_facts(
         "release_date": release_date.isoformat(),
         "policy": policy_path,
         "policy_sha256": policy.fingerprint(),
-        "input": {"path": ingested.path, "sha256": ingested.sha256, "rows": ingested.rows},
+        "input": input_facts(ingested),
         "privgate": package_version(),
         "seconds": {"anonymize": table.metrics["seconds"], "utility": utility.seconds},
     }
@@ -117,12 +130,7 @@ def build_manifest(
         "privgate_version": package_version(),
         "python": platform.python_version(),
         "run_id": run_id,
-        "input": {
-            "path": ingested.path,
-            "sha256": ingested.sha256,
-            "rows": ingested.rows,
-            "warnings": list(input_warnings),
-        },
+        "input": {**input_facts(ingested), "warnings": list(input_warnings)},
         "output": output_facts(staged, table.frame),
         "policy": policy.model_dump(mode="json"),
         "policy_sha256": policy.fingerprint(),

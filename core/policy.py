@@ -67,6 +67,7 @@ __all__ = [
     "OutputSpec",
     "PrivacySpec",
     "RankingSpec",
+    "ResearchSubsetSpec",
     "ReleasePolicy",
     "RiskSpec",
     "Role",
@@ -519,6 +520,26 @@ class PopulationSpec(_Strict):
     encoding: str = "utf-8"
 
 
+class ResearchSubsetSpec(_Strict):
+    """The records of the input that are released (ARX's research subset, ``DataSubset``).
+
+    The data owner holds the whole input table and releases only the records whose ``key``
+    (an identifier column of the input, never published) is listed in the CSV file ``path``
+    (a column named ``key``; other columns are ignored). The subset *is* the data: every
+    model, the suppression limit, t-closeness's reference distribution, the metric and the
+    gate are evaluated on the subset's records only, and the records outside it are neither
+    released nor counted, which is ARX's definition (``HashGroupify`` counts only subset
+    records, ``entry.count``; ``DataManager`` takes distributions and ``Cardinalities`` the
+    metric's frequencies from the subset; the suppression limit is a share of the subset).
+    A key listed in the file but absent from the input is refused.
+    """
+
+    path: Path
+    key: str
+    delimiter: str = Field(default=",", min_length=1, max_length=1)
+    encoding: str = "utf-8"
+
+
 class KMapSpec(_Strict):
     """k-map: every released record matches at least ``k`` people of the population.
 
@@ -584,6 +605,11 @@ class PrivacySpec(_Strict):
     #: identifier column: never published). Classes are then counted in distinct persons and
     #: suppression removes whole persons; the suppression limit is a fraction of the persons.
     person_key: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    #: Release only the records of the input listed in a key file (see
+    #: :class:`ResearchSubsetSpec`); left out of the dump when absent (fingerprints unchanged).
+    research_subset: ResearchSubsetSpec | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
     population: PopulationSpec | None = None
     k_map: KMapSpec | None = None
     delta_presence: DeltaPresenceSpec | None = None
@@ -1242,7 +1268,21 @@ class ReleasePolicy(_Strict):
                 "suppress records to meet a risk limit; use algorithm 'optimal' or 'heuristic'"
             )
 
+    def _check_research_subset(self, privacy: PrivacySpec) -> None:
+        """The subset's key must be a never-published identifier column of the input."""
+        spec = privacy.research_subset
+        if spec is None:
+            return
+        if spec.key not in self.columns:
+            raise ValueError(f"privacy.research_subset.key: unknown column {spec.key!r}")
+        if self.columns[spec.key].role is not Role.IDENTIFIER:
+            raise ValueError(
+                f"privacy.research_subset.key: column {spec.key!r} must have role 'identifier' "
+                "(it names the records to release and is never published)"
+            )
+
     def _check_privacy_columns(self, privacy: PrivacySpec) -> None:
+        self._check_research_subset(privacy)
         self._check_person_key(privacy)
         self._check_risk_suppression(privacy)
         self._check_local_recoding(privacy)

@@ -15,6 +15,7 @@ written; until then a released row carries its original record's index.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -59,6 +60,7 @@ from privgate.core.metrics import precision, table_loss
 from privgate.core.policy import ReleasePolicy
 from privgate.core.privacy import TCloseness
 from privgate.core.publish import StagedRelease, discard, sha256_file, stage_release
+from privgate.core.research_subset import SubsetFacts, select_research_subset, subset_fingerprint
 
 if TYPE_CHECKING:
     from privgate.core.ranking import Ranking
@@ -82,11 +84,20 @@ __all__ = [
 
 @dataclass(frozen=True)
 class IngestedTable:
-    """The raw input table and the fingerprint of the file it came from."""
+    """The raw input table and the fingerprint of the file it came from.
+
+    With a research subset (``privacy.research_subset``) ``frame`` holds the subset's records
+    only (everything downstream sees the subset, see :mod:`privgate.core.research_subset`),
+    ``sha256`` fingerprints the input file and the key file together (it keys the caches and
+    the release id: another subset is another release), ``file_sha256`` is the input file's
+    own and ``subset`` what the manifest records about the subset.
+    """
 
     frame: pd.DataFrame
     sha256: str
     path: str
+    subset: SubsetFacts | None = None
+    file_sha256: str | None = None
 
     @property
     def rows(self) -> int:
@@ -98,17 +109,35 @@ def load_hierarchies(policy: ReleasePolicy) -> dict[str, Hierarchy]:
     return hierarchies_for(policy)
 
 
-def fingerprint_input(policy: ReleasePolicy) -> str:
-    """sha256 of the input file ("" when it does not exist; ingest then names the problem)."""
+def _file_fingerprint(policy: ReleasePolicy) -> str:
     path = Path(policy.input.path)
     return sha256_file(path) if path.is_file() else ""
 
 
+def fingerprint_input(policy: ReleasePolicy) -> str:
+    """sha256 of the input file ("" when it does not exist; ingest then names the problem);
+    with a research subset, sha256 of the input file's and the key file's together (and the
+    key column), so that another subset of the same table is another release."""
+    digest = _file_fingerprint(policy)
+    subset = policy.privacy.research_subset if policy.privacy is not None else None
+    if subset is None or not digest:
+        return digest
+    joined = f"{digest}:research-subset:{subset.key}:{subset_fingerprint(subset)}"
+    return hashlib.sha256(joined.encode()).hexdigest()
+
+
 def ingest(policy: ReleasePolicy, input_sha256: str | None = None) -> IngestedTable:
-    """Read the input file (it is only ever read) and record its fingerprint."""
+    """Read the input file (it is only ever read) and record its fingerprint; with a research
+    subset, keep only the subset's records (:func:`select_research_subset`)."""
     digest = fingerprint_input(policy) if input_sha256 is None else input_sha256
     frame = read_table(policy.input)
-    return IngestedTable(frame, digest, str(policy.input.path))
+    subset = policy.privacy.research_subset if policy.privacy is not None else None
+    if subset is None:
+        return IngestedTable(frame, digest, str(policy.input.path))
+    frame, facts = select_research_subset(frame, subset)
+    return IngestedTable(
+        frame, digest, str(policy.input.path), facts, file_sha256=_file_fingerprint(policy)
+    )
 
 
 def rank(frame: pd.DataFrame, policy: ReleasePolicy) -> Ranking:

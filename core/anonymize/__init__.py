@@ -193,6 +193,11 @@ def full_domain_setup(policy: ReleasePolicy, where: str) -> SearchSetup:
             f"attacks is not available in {where} (it neither holds out control records nor "
             "runs the attacks); use `privgate run`"
         )
+    if policy.privacy is not None and policy.privacy.research_subset is not None:
+        raise AnonymizationError(  # it reads the whole input and would release all of it
+            f"privacy.research_subset is not available in {where} (it reads and releases the "
+            "whole input); use `privgate run`"
+        )
     setup = SearchSetup.from_policy(policy)
     if setup.person_key is not None:
         raise AnonymizationError(

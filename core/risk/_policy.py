@@ -16,6 +16,7 @@ import pandas as pd
 from privgate.core.exceptions import IngestError, PolicyError
 from privgate.core.ingest import read_table
 from privgate.core.policy import ReleasePolicy
+from privgate.core.research_subset import select_research_subset
 from privgate.core.risk._analysis import DEFAULT_THRESHOLD, RiskAnalysis, analyse
 from privgate.core.textcsv import read_text_columns
 
@@ -72,7 +73,12 @@ def analyse_policy(
     if threshold is None:
         threshold = risk.highest if risk is not None and risk.highest else DEFAULT_THRESHOLD
     person_key = policy.person_key
-    tables = [("input", read_table(policy.input), person_key)]
+    frame, label = read_table(policy.input), "input"
+    subset = policy.privacy.research_subset if policy.privacy is not None else None
+    if subset is not None:  # the records a release is made from: the research subset's
+        frame, facts = select_research_subset(frame, subset)
+        label = f"input (research subset: {facts.rows} of {facts.table_rows} records)"
+    tables = [(label, frame, person_key)]
     if release is not None:
         frame = read_release_frame(release)
         absent = [q for q in qis if q not in frame]
