@@ -1,9 +1,14 @@
-"""k-map, δ-presence, β-likeness and entropy l-diversity against ARX's test expectations on Adult.
+"""k-map, δ-presence, β-likeness, entropy l-diversity and research subsets against ARX's test
+expectations on Adult.
 
 The cases are ARX's JUnit expectations (``TestAnonymizationKMap``, ``TestAnonymizationDPresence``,
-``TestAnonymizationBLikeness``, ``TestAnonymizationEntropyLDiversity`` at commit aacd487f of
+``TestAnonymizationBLikeness``, ``TestAnonymizationEntropyLDiversity``,
+``TestAnonymizationSubset`` at commit aacd487f of
 github.com/arx-deidentifier/arx) whose data is Adult: ARX's ``adult.csv`` (the population,
-30,162 records) and ``adult_subset.csv`` (the research subset, 3,016 records). As in ARX's
+30,162 records) and ``adult_subset.csv`` (the research subset, 3,016 records); the research
+subsets of ``TestAnonymizationSubset`` are drawn as ARX draws them, with
+``java.util.Random(0xDEADBEEF)`` (``tests/java_random.py``), and searched as privgate's
+``privacy.research_subset`` defines them (the subset alone). As in ARX's
 test harness, every column with a hierarchy except the test's sensitive attribute
 (occupation) is a quasi-identifier, in the file's column order: sex, age, race,
 marital-status, education, native-country, workclass, salary-class.
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -39,14 +45,22 @@ from privgate.core.privacy import (
     BetaLikeness,
     EntropyLDiversity,
     EstimatedKMap,
+    KAnonymity,
     KMap,
     Population,
     PresenceLowerBound,
     PresenceUpperBound,
+    RecursiveCLDiversity,
+    TCloseness,
 )
 from privgate.core.textcsv import read_text_columns
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # java.util.Random, shared with the tests
+from java_random import arx_test_subset  # noqa: E402
+
+#: ARX's TestAnonymizationSubset subset sizes (``getSubset(size)``).
+SUBSET_SIZES = (20000, 10000, 30000, 9000)
 SHARED = REPO / ".." / "shared" / "data" / "arx"
 QIS = (
     *("sex", "age", "race", "marital-status"),
@@ -241,6 +255,43 @@ CASES = [
         33660.3063,
         [1, 4, 1, 1, 0, 2, 2, 1],
     ),
+    # TestAnonymizationSubset: Inclusion(getSubset(size)), no suppression
+    (
+        "Subset #0",
+        ("k+t", 5, 0.2),
+        0.0,
+        "entropy(0.1, true)",
+        "subset 20000",
+        178437.4164900378,
+        [1, 4, 1, 1, 3, 2, 2, 1],
+    ),
+    (
+        "Subset #1",
+        ("k", 5),
+        0.0,
+        "entropy(0.1, true)",
+        "subset 10000",
+        70774.7774633781,
+        [0, 4, 1, 1, 2, 2, 2, 0],
+    ),
+    (
+        "Subset #2",
+        ("t", 0.2),
+        0.0,
+        "entropy(0.1, true)",
+        "subset 30000",
+        250816.4033099704,
+        [0, 4, 1, 1, 3, 2, 2, 1],
+    ),
+    (
+        "Subset #3",
+        ("recursive", 4.0, 5),
+        0.0,
+        "entropy(0.1, true)",
+        "subset 9000",
+        65996.221545847,
+        [1, 2, 1, 1, 3, 2, 2, 1],
+    ),
     ("BLikeness #0", ("basic", 3.0), 0.5, "loss", "full", 0.348839, [0, 3, 0, 0, 2, 0, 1, 0]),
     ("BLikeness #1", ("enhanced", 2.0), 0.0, "loss", "full", 0.759176, [1, 4, 1, 1, 3, 2, 2, 0]),
     ("BLikeness #2", ("basic", 1.0), 1.0, "loss", "full", 0.608135, [1, 4, 0, 1, 3, 0, 2, 0]),
@@ -287,8 +338,16 @@ CASES = [
 ]
 
 
-def _models(spec, population, n_records):
+def _models(spec, population, n_records, occupation=None):
     kind = spec[0]
+    if kind in ("k", "k+t", "t"):
+        models = [KAnonymity(k=spec[1])] if kind != "t" else []
+        if kind != "k":
+            models.append(TCloseness(column="occupation", t=spec[-1], distance="hierarchical",
+                                     hierarchy=occupation))  # fmt: skip
+        return models
+    if kind == "recursive":
+        return [RecursiveCLDiversity(column="occupation", c=spec[1], l=spec[2])]
     if kind == "kmap":
         return [KMap(k=spec[1], population=population)]
     if kind == "kmap_est":
@@ -334,11 +393,18 @@ def run() -> str:
         "full": encode_table(full, hierarchies, ["occupation"]).frequency_set(),
         "subset": encode_table(subset, hierarchies, ["occupation"]).frequency_set(),
     }
+    for size in SUBSET_SIZES:  # privacy.research_subset: the subset's records alone
+        rows = np.asarray(arx_test_subset(size))
+        records = {name: values[rows] for name, values in full.items()}
+        freqs[f"subset {size}"] = encode_table(records, hierarchies, ["occupation"]).frequency_set()
+    occupation = ARXHierarchy.from_csv(
+        "occupation", SHARED / "adult_hierarchy_occupation.csv", delimiter=";"
+    )
     rows, agree, same_value, agree_own = [], 0, 0, 0
     started = time.perf_counter()
     for name, spec, limit, arx_metric, data, arx_value, arx_node in CASES:
         freq = freqs[data]
-        models = _models(spec, population, freq.table.n_rows)
+        models = _models(spec, population, freq.table.n_rows, occupation)
         (metric, options), own = ARX_METRICS[arx_metric]
         search = OptimalLattice(models, limit, metric=make_metric(metric, **options))
         found = search.search(freq)
@@ -372,11 +438,14 @@ def run() -> str:
         f"{os.getloadavg()[0]:.1f} at the end (shared 2-core machine); all {len(CASES)} cases, "
         f"each searched twice (ARX's metric, privgate's own), in {seconds:.1f} s.\n"
         "- Data: ARX's `adult.csv` (population, 30,162 records) and `adult_subset.csv` "
-        "(research subset, 3,016); quasi-identifiers sex, age, race, marital-status, education, "
+        "(research subset, 3,016); for `TestAnonymizationSubset`, the subsets ARX draws with "
+        "`java.util.Random(0xDEADBEEF)` (sizes 12,620, 6,315, 19,015 and 5,681 records), searched "
+        "as `privacy.research_subset` defines them; quasi-identifiers sex, age, race, "
+        "marital-status, education, "
         "native-country, workclass, salary-class (occupation is the test's sensitive attribute), "
         "ARX's hierarchies. Expected nodes and values: ARX's `TestAnonymizationKMap`, "
         "`TestAnonymizationDPresence`, `TestAnonymizationBLikeness`, "
-        "`TestAnonymizationEntropyLDiversity` (Adult cases only; "
+        "`TestAnonymizationEntropyLDiversity`, `TestAnonymizationSubset` (Adult cases only; "
         "the cup, fars, atus and ihis data sets are not public).\n"
         "- Metrics: ARX's definitions as privgate implements them (`privgate.core.metrics`: "
         "`arx_loss`, `arx_entropy`, `arx_average_class_size`; gs-factor 0.5, ARX's default "
@@ -409,6 +478,12 @@ def run() -> str:
         "which lets a search carry a verdict from one node to another where it does not "
         "hold. privgate evaluates every node for this model; its node is checked against the "
         "definition written out class by class in `tests/core/privacy/test_grassberger.py`.\n"
+        "- **Research subset** (Subset #0-#3) agrees in node and value: ARX's `Inclusion` "
+        "counts only the subset's records in every class, distribution and metric frequency "
+        "(`HashGroupify.addInternal` sets an outside record's count to 0), i.e. the subset "
+        "alone. ARX seeds with the Java int literal `0xDEADBEEF`, which is negative and "
+        "sign-extended to a long; seeding with the positive 3,735,928,559 draws other subsets, "
+        "on which 2 of ARX's 4 nodes fail k-anonymity or recursive l-diversity.\n"
         "- With privgate's own metrics the nodes differ where the definitions do: "
         "`average_class_size` divides the *kept* records by the kept classes (ARX: all records "
         "by the kept classes plus one for the suppressed); `entropy` charges a suppressed "
