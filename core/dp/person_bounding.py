@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from privgate.core.cell_text import cell_text
 from privgate.core.locations import data_dir, ensure_private_dir, restrict_file
 
 __all__ = [
@@ -45,8 +46,14 @@ BOUNDING_SECRET_FILE = "dp-person-bounding.key"
 
 
 def record_digest(record: tuple[object, ...], secret: bytes) -> bytes:
-    """The keyed hash of one record's content: the same record always gets the same digest."""
-    content = repr(tuple(str(value) for value in record)).encode("utf-8")
+    """The keyed hash of one record's content: the same record always gets the same digest.
+
+    Each cell is written by :func:`~privgate.core.cell_text.cell_text`, not ``str``: a cell's
+    ``str`` follows its column's dtype, which other persons' records decide (a Parquet integer
+    column becomes float once one row is missing), and the choice must depend on this
+    person's records only.
+    """
+    content = repr(tuple(cell_text(value, missing="<NA>") for value in record)).encode("utf-8")
     return hmac.new(secret, content, hashlib.sha256).digest()
 
 

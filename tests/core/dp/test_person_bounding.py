@@ -51,3 +51,32 @@ def test_a_persons_kept_record_does_not_depend_on_other_persons(rows, others):
     kept = keep_one_record_per_person(crowd, "person", SECRET)
     assert _multiset(kept) == alone + apart
     assert list(kept.columns) == ["city", "value"]
+
+
+def test_a_parquet_person_with_a_missing_number_changes_one_kept_record(tmp_path):
+    """Review finding F1: with ``str`` cells, one added patient whose age is missing turned the
+    Parquet age column from int64 into float64 (``45`` -> ``45.0``), re-hashed every admission
+    and changed the kept admission of about a sixth of the other patients."""
+    from privgate.core.hospital_data import generate_admissions
+    from privgate.core.ingest import read_table
+    from privgate.core.policy import InputSpec
+
+    admissions = generate_admissions(300, seed=5)
+    newcomer = admissions.iloc[[0, 1]].assign(subject_id="S-new", age=None)
+    tables = {}
+    for name, frame in (("d", admissions), ("d_prime", pd.concat([admissions, newcomer]))):
+        path = tmp_path / f"{name}.parquet"
+        frame.reset_index(drop=True).to_parquet(path)
+        tables[name] = read_table(InputSpec(path=path, format="parquet"))
+    assert str(tables["d"]["age"].dtype) != str(tables["d_prime"]["age"].dtype)  # the trap
+
+    def kept(frame: pd.DataFrame) -> Counter:
+        bounded = keep_one_record_per_person(frame, "subject_id", SECRET)
+        return Counter(
+            (row.admission_id, None if pd.isna(row.age) else int(row.age))
+            for row in bounded.itertuples()
+        )
+
+    base, grown = kept(tables["d"]), kept(tables["d_prime"])
+    assert not base - grown
+    assert sum((grown - base).values()) == 1
