@@ -11,7 +11,10 @@ the re-publication setting of m-invariance, Xiao & Tao 2007):
   appears in, so the attacker intersects those sets. At least l distinct values must be left.
 * **candidates**: the records of the target's class in the new release whose protected values
   lie in those intersections are the records that can still be the target's; the others are
-  ruled out. At least k must be left.
+  ruled out. The people those records belong to are the target's candidates (with a person
+  key a class protects persons, not rows, as the single-release check counts them): at least
+  k must be left. (A release read back from the history keeps no row-to-person link for its
+  values; :func:`exposure` counts its records when it is a person's last release.)
 
 This is the stated equivalent of m-invariance's condition (every person's class keeps the same
 set of sensitive values across releases) that privgate enforces: instead of demanding that
@@ -50,7 +53,7 @@ class CrossReleaseResult:
     ----------
     passed : bool
     candidates : Series
-        Person -> records of their latest class that can still be theirs.
+        Person -> people of their latest class whose records can still be theirs.
     exposed_k : list
         People with fewer than ``k`` candidate records.
     exposed_l : list
@@ -115,9 +118,11 @@ def release_snapshot(
         zip(*[[str(v) for v in (sensitive or {})[c]] for c in columns], strict=True)
     ) if columns else [()] * len(class_ids)  # fmt: skip
     counts: dict[int, Counter] = {}
-    for class_id, record in zip(class_ids.tolist(), records, strict=True):
+    owners: dict[int, dict[tuple, set]] = {}
+    for person, class_id, record in zip(membership.index, class_ids.tolist(), records, strict=True):
         counts.setdefault(int(class_id), Counter())[record] += 1
-    return PastRelease(release_id, membership, columns, counts)
+        owners.setdefault(int(class_id), {}).setdefault(record, set()).add(person)
+    return PastRelease(release_id, membership, columns, counts, owners)
 
 
 def check_cross_release(
@@ -194,11 +199,16 @@ def exposure(
             if column in values_left:
                 values_left[column][i] = len(possible[j])
         matching = Counter()
+        owners: set = set()
         for class_id in mine:
             for record, count in release.records.get(class_id, {}).items():
                 if all(value in possible[j] for j, value in enumerate(record)):
                     matching[record] += count
-        candidates[i] = sum(matching.values())
+                    if release.owners is not None:
+                        owners |= release.owners[class_id][record]
+        # Candidates are people, as k counts them: one person's three matching admissions
+        # hide the target among one person, not three.
+        candidates[i] = len(owners) if release.owners is not None else sum(matching.values())
         for j in range(len(columns)):
             by_value = Counter()
             for record, count in matching.items():

@@ -126,12 +126,19 @@ class PastRelease:
         The protected sensitive columns, in the order of the value tuples below.
     records : dict
         Class id -> Counter of the published value tuples of its records.
+    owners : dict or None
+        Class id -> value tuple -> the people whose rows published it. Known for a release
+        made in this run (:func:`~privgate.core.history.release_snapshot`), not stored: the
+        criterion counts a new release's candidates in people with it (a person with three
+        admissions in a class is one candidate, as k counts persons), and in records for a
+        release read back from the history.
     """
 
     release_id: str
     membership: pd.Series
     columns: tuple[str, ...] = ()
     records: dict[int, Counter] = field(default_factory=dict)
+    owners: dict[int, dict[tuple, set]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,8 @@ def _brute_force(releases, k, l_required):
         for r in present:
             published = {v for c in classes_of[(r, person)] for v in values[(r, c)]}
             possible = published if possible is None else possible & published
-        candidates[person] = sum(
-            1 for c in classes_of[(new, person)] for v in values[(new, c)] if v in possible
+        candidates[person] = len(  # people, as k counts them with a person key
+            {q for q, c, v in releases[-1][1] if c in classes_of[(new, person)] and v in possible}
         )
         if len(possible) < l_required:
             few_values.add(person)
@@ -103,3 +103,16 @@ def test_the_attack_at_the_end_of_a_history_uses_each_persons_last_release():
     result = exposure([first, second, third], k=2, l_required={"s": 2})
     assert result.candidates.to_dict() == {"a": 1, "b": 2, "c": 1, "d": 2}
     assert set(result.exposed_l) == {"a", "c"}
+
+
+def test_candidates_are_people_not_a_persons_several_rows():
+    """Review finding F2: the target's three admissions are three matching records but one
+    person; with B the target hides among two people, below k = 3 (the criterion counted
+    four records and passed)."""
+    monday = release_snapshot("mon", ["A", "P", "Q"], [0, 0, 0], {"d": ["flu", "hiv", "y"]})
+    tuesday = release_snapshot(
+        "tue", ["A", "A", "A", "B", "C"], [0] * 5, {"d": ["flu", "flu", "flu", "hiv", "cold"]}
+    )
+    result = check_cross_release(tuesday, [monday], k=3, l_required={"d": 2})
+    assert result.candidates["A"] == 2
+    assert not result.passed and result.exposed_k == ["A"]
