@@ -8,11 +8,19 @@ of a published release records nothing twice (the history is idempotent by relea
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import task
 from prefect.logging import get_run_logger
 
 from privgate.core import stages
-from privgate.core.history import HistoryEntry, PastRelease, ReleaseHistory, history_exists
+from privgate.core.history import (
+    HistoryEntry,
+    PastRelease,
+    ReleaseHistory,
+    check_entry_is_published,
+    history_exists,
+)
 from privgate.core.policy import ReleasePolicy
 from privgate.tasks._caching import retry_transient
 
@@ -60,10 +68,17 @@ def history_protect_task(
 
 @task(name="history-record", retries=2, retry_delay_seconds=[1, 5], timeout_seconds=300)
 def history_record_task(policy: ReleasePolicy, entry: HistoryEntry, path: str) -> bool:
-    """Record the published release in the history (False: it was already recorded)."""
+    """Record the published release in the history (False: it was already recorded).
+
+    A release this run finds already published but not yet recorded (a retry after a crash
+    between the rename and this write) is recorded only if the published file holds the rows
+    this run checked (:func:`check_entry_is_published`)."""
     from prefect.transactions import get_transaction
 
     with ReleaseHistory() as history:
+        known = {r.release_id for r in history.releases(policy.dataset)}
+        if entry.file_name and entry.snapshot.release_id not in known:
+            check_entry_is_published(entry, Path(path) / entry.file_name, policy)
         recorded = history.record(
             policy.dataset,
             entry.snapshot,

@@ -16,6 +16,7 @@ from privgate.core.history._criterion import (
 )
 from privgate.core.history._release import (
     HistoryEntry,
+    check_entry_is_published,
     check_written_release,
     history_by_default,
     history_requirements,
@@ -40,6 +41,7 @@ __all__ = [
     "RecordedRelease",
     "ReleaseHistory",
     "check_cross_release",
+    "check_entry_is_published",
     "check_written_release",
     "configured_history_url",
     "exposure",

@@ -16,12 +16,15 @@ since entropy and recursive l-diversity both imply it).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from privgate.core.exceptions import HistoryError
 from privgate.core.gate import GateDecision, read_release
 from privgate.core.history._criterion import (
     CrossReleaseResult,
@@ -33,6 +36,7 @@ from privgate.core.policy import ReleasePolicy
 
 __all__ = [
     "HistoryEntry",
+    "check_entry_is_published",
     "check_written_release",
     "history_by_default",
     "history_requirements",
@@ -99,6 +103,8 @@ class HistoryEntry:
     key: str
     class_labels: dict[int, list[str]] = field(default_factory=dict)
     checks: dict = field(default_factory=dict)
+    #: The release file's name in its folder (:func:`check_entry_is_published` re-reads it).
+    file_name: str = ""
 
 
 def check_written_release(
@@ -114,15 +120,12 @@ def check_written_release(
     the staging step, never written). Classes are the rows with equal quasi-identifier cells as
     the file holds them, so the check sees exactly what a recipient downloads.
     """
-    cells = read_release(release_file)
-    qis = list(policy.quasi_identifiers)
     k, l_required = history_requirements(policy)
     rows = len(keys)
-    frame = pd.DataFrame({q: cells[q] for q in qis}).fillna("")
+    frame, sensitive = _written_classes(release_file, policy)
     if len(frame) != rows:
         raise ValueError(f"{rows} history keys for {len(frame)} written rows")
     class_ids, uniques = pd.factorize(pd.MultiIndex.from_frame(frame)) if rows else ([], [])
-    sensitive = {c: np.asarray(cells[c], dtype=object) for c in l_required}
     snapshot = release_snapshot(release_id, list(keys), class_ids, sensitive)
     result = check_cross_release(snapshot, past, k=k, l_required=l_required)
     labels = {i: [str(v) for v in values] for i, values in enumerate(uniques)}
@@ -131,8 +134,61 @@ def check_written_release(
         "past_releases": len(past),
         **result.measurements,
     }
-    entry = HistoryEntry(snapshot, policy.history_key or "", labels, checks)
+    entry = HistoryEntry(
+        snapshot, policy.history_key or "", labels, checks, file_name=Path(release_file).name
+    )
     return result, entry
+
+
+def _written_classes(release_file, policy: ReleasePolicy) -> tuple[pd.DataFrame, dict]:
+    """The written quasi-identifier cells (a missing cell is empty) and protected values."""
+    cells = read_release(release_file)
+    frame = pd.DataFrame({q: cells[q] for q in policy.quasi_identifiers}).fillna("")
+    _, l_required = history_requirements(policy)
+    return frame, {c: np.asarray(cells[c], dtype=object) for c in l_required}
+
+
+def _class_rows(labels: Sequence[object], values: Sequence[object]) -> tuple:
+    return (tuple(str(v) for v in labels), tuple(str(v) for v in values))
+
+
+def check_entry_is_published(entry: HistoryEntry, release_file, policy: ReleasePolicy) -> None:
+    """Refuse to record ``entry`` unless it describes the release file as published.
+
+    Why: a run that finds its release already published (a retry after a crash between the
+    publishing rename and the history write, or a rerun) records the membership *it*
+    computed, while recipients hold the file the earlier run wrote. Between the two the
+    history may have gained a release (the protection then removes other people) or the
+    search may have ended elsewhere; recording the rerun's classes would hide from every
+    later check who is really in the published file. The written rows (their classes'
+    quasi-identifier labels and protected values) must be the rows the entry describes.
+
+    Raises
+    ------
+    HistoryError
+        The published file's rows differ from the entry's (nothing is recorded).
+    """
+    frame, sensitive = _written_classes(release_file, policy)
+    published = Counter(
+        _class_rows(labels, values)
+        for labels, values in zip(
+            frame.itertuples(index=False, name=None),
+            zip(*sensitive.values(), strict=True) if sensitive else [()] * len(frame),
+            strict=True,
+        )
+    )
+    described = Counter()
+    for class_id, records in entry.snapshot.records.items():
+        for values, count in records.items():
+            described[_class_rows(entry.class_labels[class_id], values)] += count
+    if published != described:
+        differ = sum(((published - described) + (described - published)).values())
+        raise HistoryError(
+            f"release {entry.snapshot.release_id}: the published file {release_file} is not "
+            f"the release this run checked ({differ} row(s) differ; it was published by an "
+            "earlier run). Nothing recorded: the history must describe what recipients hold. "
+            "Forget the published release's folder or re-record it from the run that wrote it."
+        )
 
 
 def with_history(

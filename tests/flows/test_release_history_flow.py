@@ -135,6 +135,42 @@ def test_a_failed_history_write_takes_the_publication_back(tmp_path, monkeypatch
     assert not history_exists() or not _recorded()
 
 
+def test_a_retry_records_only_the_release_that_was_published(tmp_path, monkeypatch):
+    """Review finding F3: night 2 is published, then the run dies before the history write
+    (forgotten here, as a crash leaves it). Its retry finds the release published and checks a
+    table of its own, which differs from the published file when the history gained a release
+    meanwhile (here: one that pins three patients, so the retry's protection removes them).
+    Recording the retry's classes would tell every later check that those three patients are
+    not in a file that holds them: the record is refused instead, and the run says why."""
+    from privgate.core import stages
+    from privgate.core.history import release_snapshot
+
+    night_one = generate_admissions(400, seed=61)
+    first = _run(tmp_path, night_one, 1)
+    assert first.is_completed(), first.message
+    night_two = _night_two(night_one)
+    published = _run(tmp_path, night_two, 2)
+    assert published.is_completed(), published.message
+    folder = Path(published.result()["path"])
+    with ReleaseHistory() as history:
+        history.forget("hospital-admissions", folder.name, force=True)
+    assert len(_recorded()) == 1
+
+    protect = stages.protect_against_history
+
+    def with_a_release_recorded_meanwhile(table, policy, past, release_id):
+        pinned = list(dict.fromkeys(table.history_keys.tolist()))[:3]
+        between = release_snapshot("between", pinned, [0] * 3, {"diagnosis": ["Unheard-of"] * 3})
+        return protect(table, policy, [*past, between], release_id)
+
+    monkeypatch.setattr(stages, "protect_against_history", with_a_release_recorded_meanwhile)
+    retry = _run(tmp_path, night_two, 2)
+    assert retry.is_failed()
+    assert "is not the release this run checked" in retry.message
+    assert [r.release_id for r in _recorded()] == [Path(first.result()["path"]).name]
+    assert (folder / "release.csv").exists()  # published by the first run: left in place
+
+
 @pytest.mark.parametrize("key", ["admission_id"])
 def test_the_history_follows_the_person_key(key):
     from privgate.core.exceptions import PolicyError
