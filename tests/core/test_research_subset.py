@@ -24,6 +24,7 @@ from privgate.core.anonymize import SearchSetup, full_domain_setup
 from privgate.core.exceptions import AnonymizationError, IngestError
 from privgate.core.manifest import input_facts
 from privgate.core.policy import ReleasePolicy
+from privgate.core.risk import analyse_policy
 
 #: Each quasi-identifier's values and their ancestors, bottom up (the reference's own copy).
 TREES = {
@@ -217,3 +218,5 @@ def test_ingest_selects_the_subset_and_fingerprints_it(tmp_path) -> None:
     assert first != stages.fingerprint_input(plain)
     pd.DataFrame({"rid": ["r3", "r5", "r7"]}).to_csv(keys, index=False)
     assert stages.fingerprint_input(policy) != first  # another cohort, another release id
+    (analysis,) = analyse_policy(policy, drivers=False)  # `privgate risk`: the cohort's risk
+    assert analysis.records == 3 and "research subset: 3 of 20" in analysis.label
