@@ -144,23 +144,23 @@ def bound_persons(
     Without a person key every record is its own person and the table is returned as is. With
     one, :func:`keep_one_record_per_person` keeps one record per person (under ``secret``,
     default :func:`bounding_secret`) and drops the key column, so every sensitivity stated for
-    one record holds for one person.
+    one record holds for one person. Records whose person key is missing are excluded (counted
+    in the owner-only facts).
     """
     if person_key is None:
         return BoundedInput(frame, privacy_unit(None), {})
-    if person_key in frame and frame[person_key].isna().any():
-        rows = [int(i) for i in frame.index[frame[person_key].isna()][:5]]
-        raise ValueError(
-            f"differential_privacy.person_key: column {person_key!r} is missing in "
-            f"{int(frame[person_key].isna().sum())} row(s) (first: {rows}); every record must "
-            "name its person"
-        )
-    persons = int(frame[person_key].nunique(dropna=False)) if person_key in frame else 0
+    if person_key not in frame:
+        raise ValueError(f"person key column {person_key!r} is not in the table")
+    # A record that names no person is excluded, whatever the rest of the table holds: a
+    # record-wise rule, so adding such a record changes nothing the mechanisms see (refusing the
+    # table instead would make publication an exact function of the private data).
+    named = frame[person_key].notna()
+    without_person = int((~named).sum())
+    persons = int(frame.loc[named, person_key].nunique())
     bounded = keep_one_record_per_person(
-        frame, person_key, secret if secret is not None else bounding_secret()
+        frame.loc[named], person_key, secret if secret is not None else bounding_secret()
     )
-    return BoundedInput(
-        bounded,
-        privacy_unit(person_key),
-        {"bounded_input_rows": len(frame), "bounded_persons": persons},
-    )
+    owner = {"bounded_input_rows": len(frame), "bounded_persons": persons}
+    if without_person:
+        owner["excluded_without_person"] = without_person
+    return BoundedInput(bounded, privacy_unit(person_key), owner)

@@ -108,12 +108,16 @@ def test_with_a_person_key_each_patient_keeps_one_admission_and_the_key_is_dropp
     assert set(bounded.frame.itertuples(index=False, name=None)) <= admissions
 
 
-def test_a_record_without_its_person_is_refused_naming_the_rows():
-    frame = generate_admissions(20, seed=3)
-    frame.loc[[4, 9], "subject_id"] = None
-    expected = r"'subject_id' is missing in 2 row\(s\) \(first: \[4, 9\]\)"
-    with pytest.raises(ValueError, match=expected):
-        bound_persons(frame, "subject_id", SECRET)
+def test_a_record_without_its_person_is_excluded_whatever_the_table_holds():
+    """A data-independent rule, not a refusal: D and D + keyless records bound to the same
+    table, so whether a release appears never depends on such a record (review2 F4)."""
+    frame = generate_admissions(60, seed=3)
+    keyless = frame.iloc[[4, 9]].assign(subject_id=None, age=97)
+    with_keyless = pd.concat([frame, keyless], ignore_index=True)
+    bounded = bound_persons(with_keyless, "subject_id", SECRET)
+    assert bounded.frame.equals(bound_persons(frame, "subject_id", SECRET).frame)
+    assert bounded.owner["excluded_without_person"] == 2
+    assert bounded.owner["bounded_persons"] == frame["subject_id"].nunique()
 
 
 def test_the_secret_is_made_once_private_and_kept(tmp_path):
