@@ -9,12 +9,15 @@ the re-publication setting of m-invariance, Xiao & Tao 2007):
 * **possible values**: for each sensitive column the policy protects with l-diversity, the
   target's value must be among the published values of its class in *every* release the target
   appears in, so the attacker intersects those sets. At least l distinct values must be left.
-* **candidates**: the records of the target's class in the new release whose protected values
-  lie in those intersections are the records that can still be the target's; the others are
-  ruled out. The people those records belong to are the target's candidates (with a person
-  key a class protects persons, not rows, as the single-release check counts them): at least
-  k must be left. (A release read back from the history keeps no row-to-person link for its
-  values; :func:`exposure` counts its records when it is a person's last release.)
+* **candidates**: in every release the target is in, the records of the target's class whose
+  protected values lie in those intersections are the records that can still be the target's;
+  the others are ruled out. The people those records belong to are the target's candidates
+  there (with a person key a class protects persons, not rows, as the single-release check
+  counts them). The intersection narrows earlier releases too (Monday's class of five can
+  shrink to two candidates once Tuesday rules values out), so the fewest candidates over the
+  target's releases must be at least k. (A release read back from the history keeps no
+  row-to-person link for its values: there the candidates are its matching records, which
+  overstates them when a person has several rows in it.)
 
 This is the stated equivalent of m-invariance's condition (every person's class keeps the same
 set of sensitive values across releases) that privgate enforces: instead of demanding that
@@ -53,7 +56,8 @@ class CrossReleaseResult:
     ----------
     passed : bool
     candidates : Series
-        Person -> people of their latest class whose records can still be theirs.
+        Person -> the fewest candidates (people whose records can still be theirs) left in
+        their class of any release they are in.
     exposed_k : list
         People with fewer than ``k`` candidate records.
     exposed_l : list
@@ -153,8 +157,8 @@ def exposure(
     """What an attacker holding ``releases`` learns about each of ``people``.
 
     For each person: the possible values of each protected column (intersected over the
-    releases they appear in) and the candidate records of their class in the *last* release
-    they appear in. ``people`` defaults to everyone who appears in any release (the attack at
+    releases they appear in) and the fewest candidates of their class over those releases.
+    ``people`` defaults to everyone who appears in any release (the attack at
     the end of a history, as the benchmark measures it).
     """
     l_required = dict(l_required or {})
@@ -198,17 +202,14 @@ def exposure(
         for j, column in enumerate(columns):
             if column in values_left:
                 values_left[column][i] = len(possible[j])
-        matching = Counter()
-        owners: set = set()
-        for class_id in mine:
-            for record, count in release.records.get(class_id, {}).items():
-                if all(value in possible[j] for j, value in enumerate(record)):
-                    matching[record] += count
-                    if release.owners is not None:
-                        owners |= release.owners[class_id][record]
-        # Candidates are people, as k counts them: one person's three matching admissions
-        # hide the target among one person, not three.
-        candidates[i] = len(owners) if release.owners is not None else sum(matching.values())
+        # The intersection narrows the target's class in *every* release they are in, not
+        # only the last: the fewest candidates over those releases is what is left.
+        candidates[i] = min(
+            _candidates(r, classes[person], possible)[0]
+            for r, classes in zip(releases, classes_of, strict=True)
+            if person in classes
+        )
+        matching = _candidates(release, mine, possible)[1]
         for j in range(len(columns)):
             by_value = Counter()
             for record, count in matching.items():
@@ -241,6 +242,22 @@ def exposure(
         measurements,
         pd.Series(confidence, index=people),
     )
+
+
+def _candidates(release: PastRelease, mine: frozenset, possible: list) -> tuple[int, Counter]:
+    """The target's candidates in one release (people, as k counts them: one person's three
+    matching admissions hide the target among one person, not three; records for a release
+    read back from the history, which keeps no row-to-person link) and the matching records."""
+    matching = Counter()
+    owners: set = set()
+    for class_id in mine:
+        for record, count in release.records.get(class_id, {}).items():
+            if all(value in possible[j] for j, value in enumerate(record)):
+                matching[record] += count
+                if release.owners is not None:
+                    owners |= release.owners[class_id][record]
+    found = len(owners) if release.owners is not None else sum(matching.values())
+    return found, matching
 
 
 def _classes_by_person(release: PastRelease) -> dict:

@@ -42,7 +42,6 @@ def _brute_force(releases, k, l_required):
             classes_of.setdefault((release_id, person), set()).add(class_id)
             values.setdefault((release_id, class_id), []).append(value)
     ids = [r for r, _ in releases]
-    new = ids[-1]
     candidates, few_values = {}, set()
     for person in sorted({p for p, _, _ in releases[-1][1]}):
         present = [r for r in ids if (r, person) in classes_of]
@@ -50,8 +49,10 @@ def _brute_force(releases, k, l_required):
         for r in present:
             published = {v for c in classes_of[(r, person)] for v in values[(r, c)]}
             possible = published if possible is None else possible & published
-        candidates[person] = len(  # people, as k counts them with a person key
-            {q for q, c, v in releases[-1][1] if c in classes_of[(new, person)] and v in possible}
+        candidates[person] = min(  # people, as k counts them, in each release they are in
+            len({q for q, c, v in rows if c in classes_of[(r, person)] and v in possible})
+            for r, rows in releases
+            if (r, person) in classes_of
         )
         if len(possible) < l_required:
             few_values.add(person)
@@ -113,6 +114,17 @@ def test_candidates_are_people_not_a_persons_several_rows():
     tuesday = release_snapshot(
         "tue", ["A", "A", "A", "B", "C"], [0] * 5, {"d": ["flu", "flu", "flu", "hiv", "cold"]}
     )
+    result = check_cross_release(tuesday, [monday], k=3, l_required={"d": 2})
+    assert result.candidates["A"] == 2
+    assert not result.passed and result.exposed_k == ["A"]
+
+
+def test_the_intersection_narrows_the_earlier_releases_too():
+    """Review finding F7: Tuesday leaves A the values {flu, hiv}; Tuesday's class still has
+    three people with them, but Monday's class only two (A and B): A's Monday record is one of
+    two. The criterion looked at the last release only and passed."""
+    monday = release_snapshot("mon", list("ABCDE"), [0] * 5, {"d": ["flu", "hiv", "x", "x", "x"]})
+    tuesday = release_snapshot("tue", list("AFGH"), [0] * 4, {"d": ["flu", "hiv", "flu", "cold"]})
     result = check_cross_release(tuesday, [monday], k=3, l_required={"d": 2})
     assert result.candidates["A"] == 2
     assert not result.passed and result.exposed_k == ["A"]
