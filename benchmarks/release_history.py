@@ -5,8 +5,9 @@ starting table, with new person ids) and 1 % change one quasi-identifier (a valu
 another record). Each night the table is released by the optimal search (k = 5, distinct
 2-diversity on ``occupation``, 2 % suppression; the other eight Adult columns are the
 quasi-identifiers). An attacker who downloaded every release and knows everyone's
-quasi-identifiers and presence intersects them (``core.history.exposure``): the candidate
-records of each person's last class, and the possible occupations left.
+quasi-identifiers and presence intersects them (``core.history.exposure``): the fewest
+candidate records of each person over every class they were in, and the possible occupations
+left.
 
 Three configurations in one run, on the same churn (same seed):
 
@@ -109,12 +110,13 @@ def main() -> None:
         f"{100 * args.churn:g} % inserted, deleted and updated per night.",
         "- Release: the optimal search, k = 5, distinct 2-diversity on occupation, 2 % "
         "suppression, ARX's hierarchies for the 8 quasi-identifiers.",
-        "- Attack: after the last night, for every person ever published: the candidate records "
-        "of their last published class whose occupation is possible given every class they were "
-        "in (*below k*: fewer than 5), the occupations left (*disclosed*: fewer than 2, i.e. "
-        "confidence above 1/l from the intersected sets), and, reported beside it, the largest "
-        "share one occupation has among their candidates (*confident*: above 1/2; distinct "
-        "l-diversity does not bound this even in a single release).",
+        "- Attack: after the last night, for every person ever published: the fewest candidate "
+        "records, over every class they were published in, whose occupation is possible given "
+        "every class they were in (*below k*: fewer than 5), the occupations left (*disclosed*: "
+        "fewer than 2, i.e. confidence above 1/l from the intersected sets), and, reported "
+        "beside it, the largest share one occupation has among their candidates in their last "
+        "class (*confident*: above 1/2; distinct l-diversity does not bound this even in a "
+        "single release).",
         "",
         "| configuration | nights published | below k | disclosed | confident | fewest "
         "candidates | mean granularity | mean suppressed | removed by the criterion | distinct "
