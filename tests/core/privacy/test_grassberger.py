@@ -178,3 +178,57 @@ def test_arx_cases_without_a_solution_have_none(adult_freq, limit, estimator) ->
     # ARX cases 1 and 5: entropy-100-diversity of occupation (14 values) is unreachable
     with pytest.raises(AnonymizationError, match="cannot be reached"):
         _search(adult_freq, limit, estimator, 100).search(adult_freq)
+
+
+def arx_early_exit(buckets, l: float) -> bool:  # noqa: E741
+    """ARX's ``EntropyLDiversity.isAnonymous`` (commit aacd487f, lines 259-272): sums
+    ``n * psi(n)`` bucket by bucket in hash order and rejects once a partial sum exceeds
+    ``C = N * (psi(N) - ln l)``."""
+    n = sum(buckets)
+    bound, partial = n * (g(n) - math.log(l)), 0.0
+    for c in buckets:
+        partial += c * g(c)
+        if bound < partial:
+            return False
+    return True
+
+
+def test_arx_early_exit_rejects_a_class_its_own_formula_accepts() -> None:
+    # An EntropyL #0 class at ARX's node on Adult, in ARX's bucket order: G_1 < 0, so a value
+    # seen once lowers the sum and the partial sum after the two 2s exceeds the bound that the
+    # full sum stays under. privgate follows the formula (the definition), not the early exit.
+    buckets = [1, 2, 2, 1, 1]
+    assert diverse(buckets, 5, "grassberger")
+    assert not arx_early_exit(buckets, 5)
+    assert arx_early_exit(sorted(buckets), 5)  # the verdict depends on the order
+    model = EntropyLDiversity(column="s", l=5, estimator="grassberger")
+    assert model.satisfied_by(stats([buckets])).tolist() == [True]
+    # with Shannon's psi(n) = ln n >= 0 the partial sums only grow: the early exit is exact
+
+
+def test_arx_entropyl_nodes_hold_and_every_class_follows_the_formula(adult_freq) -> None:
+    # ARX cases 0 and 3 (suppression 4 % / 5 %): privgate's verdict on every class of ARX's
+    # node is the written-out formula's, and ARX's node then scores below ARX's published
+    # value (216092.124036387, 180347.4325366015): ARX suppresses more, by its early exit.
+    for limit, l, node, value in [  # noqa: E741
+        (0.04, 5, [1, 0, 1, 0, 3, 2, 2, 0], 215062.364049173),
+        (0.05, 3, [0, 0, 1, 1, 2, 2, 2, 0], 178621.136642588),
+    ]:
+        model = EntropyLDiversity(column="occupation", l=l, estimator="grassberger")
+        checker = NodeChecker(adult_freq, [model], limit)
+        outcome = checker.evaluate(node)
+        hist = outcome.table.histograms[0]
+        assert outcome.satisfied
+        assert (~outcome.failing).tolist() == [diverse(row, l, "grassberger") for row in hist]
+        weights = adult_freq.counts.astype(np.float64)
+        columns = adult_freq.table.columns
+        frequencies = [
+            np.bincount(adult_freq.qi_codes[:, j], weights=weights, minlength=c.distinct_at(0))
+            for j, c in enumerate(columns)
+        ]
+        prepared = make_metric("arx_entropy", monotonic=False).prepare(
+            columns, frequencies, adult_freq.table.n_rows, checker.min_class_size
+        )
+        t = outcome.table
+        got = prepared.value(np.asarray(node), t.codes, t.sizes, outcome.failing)
+        assert got == pytest.approx(value, rel=1e-9)
