@@ -138,8 +138,9 @@ class SyntheticConfig:
     aim_rounds: int | None = None
     aim_max_size: float = 80.0
     #: MST's share of its multi-way budget for measuring (the rest selects the tree). When
-    #: OpenDP refuses its own selection budget at this split (a rehearsal on an empty table
-    #: shows it), 0.75 and then 0.5 are used: a public, data-independent choice, reported.
+    #: OpenDP 0.16 would refuse its own selection budget at this split (a floating-point sum,
+    #: :func:`_mst_selection_fits`), the largest split below it in steps of 0.001 that it
+    #: accepts is used: a public, data-independent choice, reported in the settings.
     mst_measure_split: float = 0.9
 
     def __post_init__(self) -> None:
@@ -510,28 +511,75 @@ def _runs_at(columns, keys, config: SyntheticConfig, rho: float) -> bool:
     return True
 
 
+def _mst_selection_fits(n_columns: int, rho: float, split: float) -> bool:
+    """Whether OpenDP 0.16's MST accepts its own tree-selection budget at ``(rho, split)``.
+
+    OpenDP's MST (``opendp/extras/mbi``) gives half of ``rho`` to the one-way marginals, the
+    rest less two ulps to MST; of that, ``split`` measures and the rest less two ulps selects
+    the tree, in ``n - 1`` noisy-max rounds of one ulp below ``d_select / (n - 1)`` each. Its
+    adaptive composition adds those ``n - 1`` budgets rounding up, and the sum can exceed
+    ``d_select``: the run then stops with "insufficient budget for query" after the one-way
+    marginals were drawn. On 9 columns (8 rounds) this happens at every ρ for a split of 0.9
+    (ε = 0.5, 1, 2 and 10 on Adult), and for some splits and not others. This repeats the same
+    floating-point steps with OpenDP's own composition, on public numbers only (ρ, the split,
+    the number of columns), so a split it accepts is found before anything is measured.
+    """
+    dp = _opendp()
+
+    def prior(x: float) -> float:
+        return float(np.nextafter(x, -np.inf))
+
+    rounds = n_columns - 1
+    d_multiway = prior(prior(rho - rho * 0.5))
+    d_select = prior(prior(d_multiway - d_multiway * split))
+    each = prior(d_select / rounds)
+    composition = dp.c.make_adaptive_composition(
+        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+        dp.linf_distance(T=float, monotonic=False),
+        dp.zero_concentrated_divergence(),
+        d_in=1.0,
+        d_mids=[each] * rounds,
+    )
+    return float(composition.map(1.0)) <= d_select
+
+
+def _mst_splits(n_columns: int, rho: float, split: float) -> list[float]:
+    """Measure splits to try, largest first: ``split`` and below in steps of 0.001 that fit."""
+    candidates = [round(split - 0.001 * i, 3) for i in range(int(round(split * 1000)))]
+    return [s for s in candidates if s > 0 and _mst_selection_fits(n_columns, rho, s)]
+
+
 def _budgeted_measurement(columns, keys, config: SyntheticConfig):
     """The measurement at the largest ρ whose OpenDP privacy map fits ``(epsilon, delta)``.
 
     Built from public inputs only (columns, keys, settings). OpenDP's conversion rounds
-    conservatively, so ρ is shrunk by a few ulps until the map is within the budget.
+    conservatively, so ρ is shrunk by a few ulps until the map is within the budget. For MST
+    the measure split is the largest at or below the configured one whose selection budget
+    OpenDP accepts (:func:`_mst_selection_fits`), confirmed by a rehearsal on an empty table
+    (:func:`_runs_at`) before the private table is measured.
     """
-    splits = [config.mst_measure_split] + (
-        [x for x in (0.75, 0.5) if x < config.mst_measure_split] if config.method == "mst" else []
-    )
-    for split in splits:
-        config = dataclasses.replace(config, mst_measure_split=split)
-        rho = _rho_for(config.epsilon, config.delta)
-        for _ in range(17):
-            measurement, d_in = _measurement(columns, keys, config, rho)
-            epsilon, delta = (float(x) for x in measurement.map(d_in))
-            if epsilon <= config.epsilon and delta <= config.delta:
-                break
-            rho *= 1 - 2.0**-40
+    rho = _rho_for(config.epsilon, config.delta)
+    measurement = None
+    for _ in range(17):
+        measurement, d_in = _measurement(columns, keys, config, rho)
+        epsilon, delta = (float(x) for x in measurement.map(d_in))
+        if epsilon <= config.epsilon and delta <= config.delta:
+            break
+        rho *= 1 - 2.0**-40
+    else:
+        measurement = None
+    if measurement is not None:
+        if config.method != "mst":
+            if _runs_at(columns, keys, config, rho):
+                return measurement, rho, epsilon, delta, config
         else:
-            continue
-        if _runs_at(columns, keys, config, rho):
-            return measurement, rho, epsilon, delta, config
+            for split in _mst_splits(len(columns), rho, config.mst_measure_split)[:3]:
+                candidate = dataclasses.replace(config, mst_measure_split=split)
+                measurement, d_in = _measurement(columns, keys, candidate, rho)
+                epsilon, delta = (float(x) for x in measurement.map(d_in))
+                fits = epsilon <= config.epsilon and delta <= config.delta
+                if fits and _runs_at(columns, keys, candidate, rho):
+                    return measurement, rho, epsilon, delta, candidate
     raise PrivacyParameterError(
         f"{config.method}: no zCDP budget found within (epsilon={config.epsilon}, "
         f"delta={config.delta})"
@@ -541,17 +589,21 @@ def _budgeted_measurement(columns, keys, config: SyntheticConfig):
 def _sample(table: Any, seed: int) -> tuple[pd.DataFrame, int]:
     """Sample synthetic records from the fitted model (post-processing), reproducibly.
 
-    mbi samples with numpy's global generator: it is seeded from the journaled marginals and
-    restored afterwards. Records in OpenDP's latent missing category (it holds no input record)
-    are dropped.
+    :func:`~privgate.core.dp._model_sampling.sample_indices` (not mbi 1.1.0's own sampler,
+    whose rank-aligned rounding and measured-clique conditioning publish associations the
+    model does not have), with a generator seeded from the journaled marginals. Records in
+    OpenDP's latent missing category (it holds no input record) are dropped.
     """
-    state = np.random.get_state()
-    try:
-        np.random.seed(seed % 2**32)
-        synthetic = table.synthesize(method="round").to_pandas()
-    finally:
-        np.random.set_state(state)
+    from privgate.core.dp._model_sampling import sample_indices
+
+    model = table.model
+    rows = max(1, int(model.total))
+    indices = sample_indices(model, rows, np.random.default_rng([seed, 1]))
+    columns = {}
+    for name in table.keys:
+        keys = np.asarray(list(table.keys[name]), dtype=object)
+        columns[name] = keys[indices[name]]
+    synthetic = pd.DataFrame(columns)
     keep = synthetic.notna().all(axis=1).to_numpy()
     synthetic = synthetic[keep].reset_index(drop=True)
-    order = np.random.default_rng(seed).permutation(len(synthetic))  # "round" sorts records
-    return synthetic.iloc[order].reset_index(drop=True), int((~keep).sum())
+    return synthetic, int((~keep).sum())
