@@ -94,18 +94,32 @@ def test_the_release_has_exactly_the_declared_columns_and_values(drawn, adult) -
 
 
 def test_the_synthetic_marginals_follow_the_real_ones(drawn, adult) -> None:
-    """Useful, not noise: one-way and tree-edge marginals within a few percent (ε = 1)."""
+    """Useful, not noise: one-way marginals within a few percent, the measured tree kept (ε = 1).
+
+    Only pairs MST measured (its tree) are held to the real data, and only between the small
+    categorical columns (with age's 74 values, 6,000 records and ε = 1 a measured pair is
+    noise-dominated). This test once required sex x salary-class to survive whatever the tree
+    was; it passed only because mbi 1.1.0's sampler rank-aligned columns sampled under one
+    parent (Male with >50K, by their key order). Records following their model:
+    ``tests/core/dp/test_synthetic_mst_fidelity.py``.
+    """
     _, result = drawn
     synthetic = result.frame
     for name in ("sex", "race", "salary-class"):
         real = adult[name].value_counts(normalize=True)
         fake = synthetic[name].value_counts(normalize=True).reindex(real.index, fill_value=0)
         assert 0.5 * (real - fake).abs().sum() < 0.05, name
-    real_rate = adult.groupby("sex")["salary-class"].apply(lambda s: (s == ">50K").mean())
-    fake_rate = synthetic.groupby("sex")["salary-class"].apply(lambda s: (s == ">50K").mean())
-    assert abs(real_rate["Male"] - fake_rate["Male"]) < 0.05
-    assert real_rate["Male"] - real_rate["Female"] > 0.15  # the real association...
-    assert fake_rate["Male"] - fake_rate["Female"] > 0.10  # ...survives in the synthetic data
+    pairs = [tuple(m["columns"]) for m in result.marginals if len(m["columns"]) == 2]
+    assert len(pairs) == len(RELEASED) - 1  # a spanning tree
+    small = {"sex", "race", "salary-class"}
+    for pair in [p for p in pairs if set(p) <= small]:
+        a = adult.groupby(list(pair)).size() / len(adult)
+        b = synthetic.groupby(list(pair)).size() / len(synthetic)
+        both = pd.concat([a, b], axis=1).fillna(0.0)
+        assert 0.5 * (both.iloc[:, 0] - both.iloc[:, 1]).abs().sum() < 0.05, pair
+        if set(pair) == {"sex", "salary-class"}:
+            rate = synthetic.groupby("sex")["salary-class"].apply(lambda s: (s == ">50K").mean())
+            assert rate["Male"] - rate["Female"] > 0.10  # the real association survives
     assert adult["capital-gain"].median() == 0 and synthetic["capital-gain"].median() < 3200
 
 
