@@ -9,6 +9,9 @@ salary class on the original does no better than the majority rate.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 
@@ -17,7 +20,6 @@ import yaml
 
 from privgate.core.hospital_data import write_admissions_csv
 from privgate.core.policy import load_policy
-from privgate.flows.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 DROPPED = ["sex", "age", "marital-status", "education", "workclass", "occupation"]
@@ -48,11 +50,21 @@ def _policy(tmp_path: Path, adult_csv: Path) -> Path:
     return path
 
 
-def test_run_prints_logs_and_records_the_flags(shared_data, tmp_path, capfd):
+def test_run_prints_logs_and_records_the_flags(shared_data, tmp_path):
+    """`privgate run` as a user runs it, in its own process against the session's server (an
+    in-process run would leave Prefect's console handler bound to this test's closed capture
+    stream, and the next test's log lines would fail on it)."""
+    from prefect.settings import PREFECT_API_URL
+
     policy = _policy(tmp_path, shared_data("arx/adult.csv"))
-    code = main(["run", str(policy), "--release-date", "2026-11-25"])
-    assert code == 0
-    out, err = capfd.readouterr()
+    env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), DO_NOT_TRACK="1")
+    result = subprocess.run(
+        [sys.executable, "-m", "privgate.flows.cli", "run", str(policy),
+         "--release-date", "2026-11-25"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    out, err = result.stdout, result.stderr
     (line,) = [x for x in out.splitlines() if x.startswith("gate: PASSED")]
     assert line.startswith("gate: PASSED (30162 rows, 1 classes, smallest class 30162")
     away = (  # the policy's columns in YAML's (sorted) order
