@@ -102,7 +102,8 @@ def split_control(frame: pd.DataFrame, policy: ReleasePolicy) -> ControlSplit:
     ValueError
         The policy has no ``attacks`` section.
     PolicyError
-        The split would leave either side empty (a clear refusal, before anything runs).
+        The split would leave either side empty (a clear refusal, before anything runs; a
+        DP release goes on instead, its owner-side attack evidence left unmeasured).
     """
     spec = policy.attacks
     if spec is None:
@@ -122,7 +123,10 @@ def split_control(frame: pd.DataFrame, policy: ReleasePolicy) -> ControlSplit:
         persons, codes = np.unique(keys.astype(str), return_inverse=True)
         held = control_mask(len(persons), spec.control_fraction, spec.seed)[codes.reshape(-1)]
         unit = "persons"
-    if held.all() or not held.any():
+    # For a DP release the split must not decide whether it is published (an exact function
+    # of the private data): a side left empty only leaves the owner-side evidence unmeasured.
+    one_sided = held.all() or not held.any()
+    if one_sided and not policy.is_differentially_private:
         raise PolicyError(
             f"attacks.control_fraction = {spec.control_fraction}: the input has too few "
             f"{unit} ({len(frame)} rows) to hold some out and release the others"

@@ -155,6 +155,19 @@ def test_the_attack_control_split_holds_out_whole_patients(tmp_path):
     assert 0.2 < len(held) / (len(kept) + len(held)) < 0.4
 
 
+def test_a_one_sided_dp_split_never_decides_publication(tmp_path):
+    """Whether any person is held out is a function of the private data: for a DP release it
+    must not refuse the run (review2 F4), it only leaves the owner-side evidence unmeasured."""
+    dp = {"method": "mst", "delta": 1e-6, "class_column": None, "score": "info_gain",
+          "budget": {"epsilon": 4.0, "delta": 1e-5}}  # fmt: skip
+    sections = {"attacks": {"control_fraction": 0.01}}
+    policy = _policy(tmp_path, sections=sections, identifiers=("admitted",), **dp)
+    frame = generate_admissions(3, seed=6)
+    split = split_control(frame, policy)
+    assert len(split.kept) + len(split.control) == len(frame)
+    assert split.control.empty or split.kept.empty
+
+
 # ----------------------------------------------------------------------------------------------
 # Wired into the release: the mechanisms see one record per patient
 
