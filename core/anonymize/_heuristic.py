@@ -44,7 +44,7 @@ import numpy as np
 from privgate.core.anonymize._datafly import failing_tuples
 from privgate.core.anonymize._generalize import FullDomainAlgorithm
 from privgate.core.anonymize._lattice import NodeChecker
-from privgate.core.anonymize._optimal import OptimalLattice
+from privgate.core.anonymize._optimal import OptimalLattice, _tied
 from privgate.core.anonymize._result import Generalization
 from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import FrequencySet
@@ -63,14 +63,7 @@ EXACT_BELOW = 50_000
 #: fail are visited without an evaluation, and in a wide lattice their down-sets are huge
 #: (30 successors each); this keeps the phase's time and queue bounded.
 _VISITS_PER_EVALUATION = 2
-#: Same tolerance as the exact search: closer metric values are a tie, broken by level sum.
-_TIE = 1e-9
-
 Node = tuple[int, ...]
-
-
-def _tied(a: float, b: float) -> bool:
-    return abs(a - b) <= _TIE * max(1.0, abs(a), abs(b))
 
 
 class HeuristicLattice(FullDomainAlgorithm):

@@ -73,7 +73,8 @@ class OptimalLattice(FullDomainAlgorithm):
     suppression_limit : float
         Largest fraction of records that may be suppressed.
     metric : str or LossMetric, default="loss"
-        The objective: ``loss`` (Iyengar / ARX), ``precision``, ``discernibility``,
+        The objective: ``loss`` (data-domain information loss; ARX's own is ``arx_loss``),
+        ``precision``, ``discernibility``,
         ``average_class_size`` or ``entropy``.
     bounds_arity : int, default=3
         Attributes per projection in the suppression bounds (see :class:`ProjectionBounds`);
