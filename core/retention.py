@@ -13,7 +13,9 @@ They are kept only as long as a retry needs them:
 * every run first removes cached results older than the retention period
   (``PRIVGATE_RESULTS_RETENTION_DAYS``, default 3: long enough to retry a failed nightly run the
   next working day), and a cached result older than that is not reused either;
-* ``privgate purge [DATASET] [--older-than DAYS]`` removes them on demand.
+* ``privgate purge [DATASET] [--older-than DAYS]`` removes them on demand
+  (``--attack-evidence`` also removes the owner-side attack evidence of DP releases, which is
+  otherwise kept as the owner's audit trail).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from privgate.core.locations import data_dir
 __all__ = [
     "RETENTION_VARIABLE",
     "PurgeReport",
+    "attack_evidence_root",
     "dataset_results_dir",
+    "purge_attack_evidence",
     "purge_results",
     "results_root",
     "retention_days",
@@ -94,7 +98,27 @@ def purge_results(dataset: str | None = None, older_than_days: float | None = No
     older_than_days : float, optional
         Only files last written more than this many days ago (default: all files).
     """
-    root = results_root()
+    return _purge_tree(results_root(), dataset, older_than_days)
+
+
+def attack_evidence_root() -> Path:
+    """``<privgate data directory>/attacks``: owner-side attack evidence of DP releases."""
+    return data_dir() / "attacks"
+
+
+def purge_attack_evidence(
+    dataset: str | None = None, older_than_days: float | None = None
+) -> PurgeReport:
+    """Remove the owner-side attack evidence of DP releases (``privgate purge --attack-evidence``).
+
+    The evidence is kept by default as the owner's audit trail of what each release risked;
+    it is an exact function of the input, so an owner who must erase the input's traces
+    needs a way to remove it too. Same arguments as :func:`purge_results`.
+    """
+    return _purge_tree(attack_evidence_root(), dataset, older_than_days)
+
+
+def _purge_tree(root: Path, dataset: str | None, older_than_days: float | None) -> PurgeReport:
     if not root.is_dir():
         return PurgeReport(0, 0, ())
     folders = [root / dataset] if dataset is not None else sorted(p for p in root.iterdir())

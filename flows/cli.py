@@ -321,11 +321,22 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
-    from privgate.core.retention import purge_results, results_root
+    from privgate.core.retention import (
+        attack_evidence_root,
+        purge_attack_evidence,
+        purge_results,
+        results_root,
+    )
 
     report = purge_results(args.dataset, args.older_than)
     where = results_root() / args.dataset if args.dataset else results_root()
     print(f"purge: {report.describe()} under {where}")
+    if args.attack_evidence:
+        evidence = purge_attack_evidence(args.dataset, args.older_than)
+        root = attack_evidence_root()
+        where = root / args.dataset if args.dataset else root
+        described = evidence.describe().replace("cached result", "attack evidence")
+        print(f"purge: {described} under {where}")
     return 0
 
 
@@ -523,6 +534,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_days,
         metavar="DAYS",
         help="only results older than DAYS (e.g. 3 or 3d)",
+    )
+    purge.add_argument(
+        "--attack-evidence",
+        action="store_true",
+        help="also remove the owner-side attack evidence of DP releases (kept by default as "
+        "the owner's audit trail)",
     )
     purge.set_defaults(func=cmd_purge)
     return parser

@@ -35,6 +35,7 @@ from privgate.core.attacks._evidence import AttackEvidence, AttackSettings, run_
 from privgate.core.cell_text import cell_text
 from privgate.core.exceptions import PolicyError
 from privgate.core.locations import data_dir, ensure_private_dir, restrict_file
+from privgate.core.retention import attack_evidence_root
 
 if TYPE_CHECKING:
     from privgate.core.hierarchy import Hierarchy
@@ -196,7 +197,7 @@ def attack_release(
 def owner_evidence_path(dataset: str, release_id: str) -> Path:
     """Where a DP release's attack evidence is kept: ``<data dir>/attacks/<dataset>/<id>.json``,
     owner-only, never in a release folder."""
-    return data_dir() / "attacks" / dataset / f"{release_id}.json"
+    return attack_evidence_root() / dataset / f"{release_id}.json"
 
 
 def write_owner_evidence(evidence: AttackEvidence, dataset: str, release_id: str) -> Path:

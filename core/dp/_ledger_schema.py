@@ -25,6 +25,11 @@ Tables
     replays completed draws instead of drawing again; an attempt left without a value was lost
     in a crash and is charged to the account as such (see :mod:`privgate.core.dp.journal`).
     Completing an attempt is the one update this table sees.
+``privgate_ledger_release_inputs``
+    One row per release that has drawn noise: a fingerprint (SHA-256) of the table its
+    mechanism read, recorded in the transaction of its first draw. A retry on another table is
+    refused: the journaled draws describe the first table, and replaying them over another one
+    would publish records no noise was charged for. Owner-side, like the journal.
 """
 
 from __future__ import annotations
@@ -42,7 +47,15 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-__all__ = ["METADATA", "accounts", "budget_changes", "draws", "entries", "publications"]
+__all__ = [
+    "METADATA",
+    "accounts",
+    "budget_changes",
+    "draws",
+    "entries",
+    "publications",
+    "release_inputs",
+]
 
 #: Every ledger table; ``METADATA.create_all`` creates the missing ones.
 METADATA = MetaData()
@@ -124,5 +137,18 @@ draws = Table(
     #: The drawn value as JSON; NULL while the draw is in flight (or was lost).
     Column("value", Text, nullable=True),
     UniqueConstraint("dataset", "release_id", "seq", "attempt"),
+    sqlite_autoincrement=True,
+)
+
+release_inputs = Table(
+    "privgate_ledger_release_inputs",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("dataset", String(_DATASET), ForeignKey(accounts.c.dataset), nullable=False),
+    Column("release_id", String(_IDENTIFIER), nullable=False),
+    Column("input_sha256", String(64), nullable=False),
+    Column("run_id", String(_IDENTIFIER), nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("dataset", "release_id"),
     sqlite_autoincrement=True,
 )

@@ -27,13 +27,29 @@ n-th draw of the crashed run; the ledger refuses a replay that does not.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
+
+import pandas as pd
 
 from privgate.core.dp._accountant import Accountant, Codec, Spend
 from privgate.core.dp.ledger import BudgetLedger, DrawRecord
 
-__all__ = ["JournaledAccountant"]
+__all__ = ["JournaledAccountant", "table_fingerprint"]
+
+
+def table_fingerprint(frame: pd.DataFrame) -> str:
+    """SHA-256 of a table's columns, dtypes and values, in row order (owner-side only).
+
+    It identifies the exact table a DP mechanism read, so that a retry of the release can be
+    checked to read the same one. It is stored in the private ledger and never published: it
+    is an exact function of the data.
+    """
+    digest = hashlib.sha256()
+    digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode())
+    digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return digest.hexdigest()
 
 
 class JournaledAccountant(Accountant):
@@ -48,6 +64,10 @@ class JournaledAccountant(Accountant):
     budget : (float, float)
         The release's ``(epsilon, delta)``: the per-release cap, and the amount reserved in the
         ledger before the first draw.
+    input_sha256 : str, optional
+        A fingerprint of the table the mechanism reads (:func:`table_fingerprint`). The ledger
+        binds the release to it with its first draw and refuses a draw of the same release on
+        another table: a replay is only the same release over the same input.
     """
 
     def __init__(
@@ -57,8 +77,10 @@ class JournaledAccountant(Accountant):
         release_id: str,
         run_id: str,
         budget: tuple[float, float],
+        input_sha256: str | None = None,
     ) -> None:
         super().__init__(budget=budget)
+        self._input_sha256 = input_sha256
         self._ledger = ledger
         self._dataset = dataset
         self._release_id = release_id
@@ -87,6 +109,7 @@ class JournaledAccountant(Accountant):
             spend=spend,
             parallel_group=group,
             reserve=self.budget,
+            input_sha256=self._input_sha256,
         )
         if record.completed:
             self._replayed += 1

@@ -57,6 +57,7 @@ from privgate.core.dp._ledger_schema import (
     draws,
     entries,
     publications,
+    release_inputs,
 )
 from privgate.core.exceptions import BudgetExceededError, LedgerError
 from privgate.core.sqlstore import SQLStore, sqlite_file_exists, sqlite_url_in
@@ -783,6 +784,7 @@ class BudgetLedger(SQLStore):
         spend: SpendLike,
         parallel_group: str = "",
         reserve: tuple[float, float] | None = None,
+        input_sha256: str | None = None,
     ) -> DrawRecord:
         """Return the completed draw ``seq`` of a release to replay, or start a new attempt.
 
@@ -795,12 +797,16 @@ class BudgetLedger(SQLStore):
         unconditionally, because it happened), and a new attempt is recorded *before* the
         caller draws. Complete it with :meth:`complete_draw`.
 
+        ``input_sha256`` (a fingerprint of the table the mechanism reads) binds the release to
+        its input in the same transaction as its first draw; a later draw of the release on a
+        table with another fingerprint is refused, replayed or not.
+
         Raises
         ------
         LedgerError
             If the release has no reservation and ``reserve`` is None; or the recorded draw
             ``seq`` paid for another step, mechanism or amount (the release cannot be replayed:
-            its settings or code changed).
+            its settings or code changed); or the release's draws were made on another input.
         BudgetExceededError
             If the reservation does not fit.
         """
@@ -816,6 +822,8 @@ class BudgetLedger(SQLStore):
             ).all()
             for attempt in attempts:
                 self._check_replay(release, seq, attempt, row)
+            if input_sha256 is not None:
+                self._bind_input(connection, name, release, str(run_id), input_sha256)
             done = [a for a in attempts if a.value is not None]
             if done:
                 return _draw_record(done[0])
@@ -868,6 +876,52 @@ class BudgetLedger(SQLStore):
                 )
             ).one()
         return _draw_record(stored)
+
+    def _bind_input(
+        self, connection: Connection, dataset: str, release: str, run_id: str, sha256: str
+    ) -> None:
+        """Record the release's input on its first draw; refuse a draw on another input.
+
+        Without it a retry after the input changed would replay the first input's draws over
+        the new table: DPHeter would republish the old counts, MST the old synthetic table, and
+        SafePub would publish the *new* table's records through filters decided on the old
+        one's noise — records no noise was charged for.
+        """
+        bound = connection.execute(
+            select(release_inputs.c.input_sha256).where(
+                release_inputs.c.dataset == dataset, release_inputs.c.release_id == release
+            )
+        ).scalar_one_or_none()
+        if bound is None:
+            connection.execute(
+                insert(release_inputs).values(
+                    dataset=dataset,
+                    release_id=release,
+                    input_sha256=sha256,
+                    run_id=run_id,
+                    recorded_at=_now(),
+                )
+            )
+        elif bound != sha256:
+            raise LedgerError(
+                f"release {release!r} of {dataset!r} drew its noise from another input table "
+                f"(fingerprint {bound[:12]}…, this run's {sha256[:12]}…): its journaled draws "
+                "describe that table, and replaying them over this one would publish records "
+                "no noise was charged for. Restore the input the release began with to finish "
+                "it, or make a new release (another --release-date or changed DP settings), "
+                "which reserves new epsilon; this release keeps what it spent"
+            )
+
+    def release_input(self, dataset: str, release_id: str) -> str | None:
+        """The fingerprint of the input a release drew its noise from (``None``: no draw yet)."""
+        name = _check_name(dataset, "dataset")
+        release = _check_name(release_id, "release_id")
+        with self._transaction(write=False) as connection:
+            return connection.execute(
+                select(release_inputs.c.input_sha256).where(
+                    release_inputs.c.dataset == name, release_inputs.c.release_id == release
+                )
+            ).scalar_one_or_none()
 
     def _check_replay(self, release: str, seq: int, attempt: Any, row: dict[str, Any]) -> None:
         recorded = (attempt.step, attempt.mechanism, Decimal(attempt.epsilon))

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from privgate.core.dp._accountant import Accountant
-from privgate.core.dp.journal import JournaledAccountant
+from privgate.core.dp.journal import JournaledAccountant, table_fingerprint
 from privgate.core.dp.ledger import BudgetLedger, configured_ledger_url
 from privgate.core.dp.person_bounding import bound_persons
 from privgate.core.hierarchy import Hierarchy, value_key
@@ -359,10 +359,15 @@ def run_dp_release(
         *account.exact_remaining_text,
         f" (release {release_id} already reserved: replaying its journal)" if reserved else "",
     )
-    accountant = JournaledAccountant(
-        ledger, policy.dataset, release_id, run_id, budget=(dp.epsilon, dp.delta)
-    )
     bounded = bound_persons(frame, dp.person_key)
+    accountant = JournaledAccountant(
+        ledger,
+        policy.dataset,
+        release_id,
+        run_id,
+        budget=(dp.epsilon, dp.delta),
+        input_sha256=table_fingerprint(bounded.frame),
+    )
     if dp.person_key is not None:
         _log.info(
             "dp: privacy unit one person (%r); owner-side, not published: %d records of %d "

@@ -176,6 +176,25 @@ def test_purge_removes_one_dataset_or_everything(tmp_path):
     assert purge_results().files == 1
 
 
+def test_purge_removes_attack_evidence_only_when_asked(tmp_path, capsys):
+    from privgate.core.attacks import owner_evidence_path
+    from privgate.flows.cli import main
+
+    evidence = [owner_evidence_path(d, "2026-11-26-abc") for d in ("a", "b")]
+    for path in evidence:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    assert main(["purge", "a"]) == 0
+    assert all(p.exists() for p in evidence)  # the owner's audit trail is kept by default
+    assert main(["purge", "a", "--attack-evidence"]) == 0
+    assert "removed 1 attack evidence file(s)" in capsys.readouterr().out
+    assert not evidence[0].exists() and evidence[1].exists()
+    assert main(["purge", "--attack-evidence", "--older-than", "1"]) == 0
+    assert evidence[1].exists()  # too young
+    assert main(["purge", "--attack-evidence"]) == 0
+    assert not evidence[1].exists()
+
+
 def test_published_files_share_the_operator_mode(prefect_harness, tmp_path):
     from privgate.flows.parameters import ReleaseParameters
     from privgate.flows.release import release_flow

@@ -442,7 +442,7 @@ def test_the_schema_compiles_for_postgresql() -> None:
     )
     METADATA.create_all(engine, checkfirst=False)
     tables = [sql for sql in emitted if sql.strip().startswith("CREATE TABLE")]
-    assert len(tables) == 5
+    assert len(tables) == 6
     entries_ddl = str(
         CreateTable(METADATA.tables["privgate_ledger_entries"]).compile(
             dialect=postgresql.dialect()

@@ -1,0 +1,95 @@
+"""A DP release is bound to the table its noise was drawn from: a retry on another table is refused.
+
+The journal replays a crashed release's draws so a retry spends nothing more. Those draws are
+DP outputs *of the first input*: replayed over a changed table, DPHeter would republish the old
+counts and SafePub would publish the new table's records through filters decided on the old
+table's noise (records nobody paid noise for). The ledger records a fingerprint of the
+mechanism's input with the first draw and refuses any later draw of the release on another one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from privgate.core.dp import mechanisms
+from privgate.core.dp.journal import JournaledAccountant, table_fingerprint
+from privgate.core.dp.ledger import BudgetLedger
+from privgate.core.dp.release import run_dp_release
+from privgate.core.exceptions import LedgerError
+from privgate.core.hospital_data import generate_admissions
+from privgate.core.policy import load_policy
+from privgate.core.stages import load_hierarchies
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _one_draw(ledger: BudgetLedger, run: str, sha: str) -> int:
+    accountant = JournaledAccountant(ledger, "toy", "r1", run, budget=(0.5, 0.0), input_sha256=sha)
+    return int(
+        mechanisms.discrete_laplace_counts([10], 0.5, accountant=accountant, step="count")[0]
+    )
+
+
+def test_the_ledger_replays_a_draw_on_the_same_input_and_refuses_it_on_another(tmp_path):
+    ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    ledger.open_account("toy", 1.0, 0.0)
+    first = _one_draw(ledger, "run-1", "a" * 64)
+    assert ledger.release_input("toy", "r1") == "a" * 64
+    assert _one_draw(ledger, "run-2", "a" * 64) == first  # replayed, not drawn again
+    spent = ledger.account("toy").exact_remaining_text
+    with pytest.raises(LedgerError, match="another input table.*Restore the input"):
+        _one_draw(ledger, "run-3", "b" * 64)
+    assert ledger.account("toy").exact_remaining_text == spent  # nothing drawn, nothing charged
+    assert ledger.release_input("toy", "r1") == "a" * 64
+
+
+def test_the_fingerprint_sees_one_changed_cell_and_ignores_the_index():
+    frame = generate_admissions(50, seed=3)
+    changed = frame.copy()
+    changed.loc[7, "age"] = int(changed.loc[7, "age"]) + 1
+    assert table_fingerprint(frame) != table_fingerprint(changed)
+    assert table_fingerprint(frame) == table_fingerprint(
+        frame.set_axis(range(100, 100 + len(frame)))
+    )
+    assert table_fingerprint(frame) == table_fingerprint(frame.copy())
+
+
+def _policy(tmp_path: Path):
+    data = yaml.safe_load((REPO / "policies" / "hospital-dp.yaml").read_text())
+    data["input"]["path"] = str(tmp_path / "admissions.csv")
+    data["output"]["directory"] = str(tmp_path / "releases")
+    data["differential_privacy"]["rounds"] = 2
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_policy(path)
+
+
+def test_a_retry_of_a_dp_release_on_a_changed_table_is_refused_and_spends_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PRIVGATE_DATA_DIR", str(tmp_path / "owner"))
+    policy = _policy(tmp_path)
+    hierarchies = load_hierarchies(policy)
+    ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    frame = generate_admissions(200, seed=5)
+
+    def release(table, run):
+        return run_dp_release(
+            table, policy, hierarchies, release_id="r1", run_id=run, ledger=ledger
+        )
+
+    first = release(frame, "run-1")
+    again = release(frame.copy(), "run-2")  # the same input: every draw replayed
+    assert again.owner["replayed_draws"] == len(first.draws) > 0
+    assert again.frame.equals(first.frame)
+
+    spent = ledger.account(policy.dataset).exact_remaining_text
+    updated = frame.copy()  # one patient's age corrected overnight (in every admission)
+    patient = updated["subject_id"] == updated.loc[0, "subject_id"]
+    updated.loc[patient, "age"] = updated.loc[patient, "age"].astype(int) + 1
+    with pytest.raises(LedgerError, match="another input table"):
+        release(updated, "run-3")
+    assert ledger.account(policy.dataset).exact_remaining_text == spent
