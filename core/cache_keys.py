@@ -28,7 +28,7 @@ STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
 
 def cache_token(policy: ReleasePolicy, input_sha256: str, *sections: str) -> str:
     """A key for a stage's cached result: the data, the policy sections the stage reads, and
-    the content of every hierarchy file those sections name."""
+    the content of every file those sections name (hierarchies, the population)."""
     digest = hashlib.sha256(input_sha256.encode())
     dumped = policy.model_dump(mode="json", include=set(sections) or None)
     digest.update(json.dumps(dumped, sort_keys=True).encode())
@@ -37,6 +37,13 @@ def cache_token(policy: ReleasePolicy, input_sha256: str, *sections: str) -> str
             path = getattr(spec.hierarchy, "path", None)
             if path is not None and Path(path).is_file():
                 digest.update(f"{name}:{sha256_file(path)}".encode())
+    # What k-map and δ-presence compare the release with: a new census extract must redo the
+    # search, not reuse a result searched against the old one. (The research subset's key file
+    # is already in the input's fingerprint, ``stages.fingerprint_input``.)
+    population = getattr(policy.privacy, "population", None)
+    reads_privacy = not sections or "privacy" in sections
+    if reads_privacy and population is not None and Path(population.path).is_file():
+        digest.update(f"privacy.population:{sha256_file(population.path)}".encode())
     return digest.hexdigest()
 
 

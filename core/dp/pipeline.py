@@ -33,6 +33,7 @@ from privgate.core.publish import (
 
 __all__ = [
     "build_dp_manifest",
+    "held_out_statement",
     "write_dp_report",
     "dp_release_id",
     "dry_run_check",
@@ -222,6 +223,7 @@ def build_dp_manifest(
             "epsilon": table.epsilon,
             "delta": table.delta,
             "privacy_unit": privacy_unit(policy.person_key),
+            "held_out_for_attacks": held_out_statement(policy),
             "declared_domains": table.domains,
             "budget_split": table.budget_split,
             "spends": table.spends,
@@ -232,6 +234,30 @@ def build_dp_manifest(
         "metrics": table.metrics,
         "utility": utility or {},
         "gate": decision.to_dict(),
+    }
+
+
+def held_out_statement(policy: ReleasePolicy) -> dict | None:
+    """What the policy held out of the release for the owner's attacks (policy values only).
+
+    The release was made from the records (persons) *not* held out, so a reader needs the
+    fraction to know what the release describes. Only the policy's settings: how many were
+    held out is an exact function of the data and stays owner-side.
+    """
+    spec = policy.attacks
+    if spec is None:
+        return None
+    unit = "persons" if policy.person_key is not None else "records"
+    return {
+        "control_fraction": spec.control_fraction,
+        "seed": spec.seed,
+        "unit": unit,
+        "statement": (
+            f"each of the input's {unit} was held out of this release with probability "
+            f"{spec.control_fraction:g} (a seeded coin on its own content) as the control of "
+            "owner-side attacks; the release was made from the others, and the attack "
+            "evidence is kept by the data owner, never published"
+        ),
     }
 
 
@@ -275,6 +301,11 @@ def summary_markdown(
         f"{table.domains.get('class_column')} (declared classes {table.domains.get('classes')})",
         f"- this release's draws compose to epsilon = {table.epsilon:g} (delta = {table.delta:g})",
         f"- privacy unit: {privacy_unit(policy.person_key)}",
+        *(
+            [f"- held out for owner-side attacks: {held['statement']}"]
+            if (held := held_out_statement(policy))
+            else []
+        ),
         f"- lifetime budget epsilon = {m.get('budget_epsilon')}, spent "
         f"{m.get('spent_epsilon')}, remaining {remaining[0]}",
         f"- {len(table.frame)} leaf partitions",

@@ -79,6 +79,9 @@ def _noise(manifest: Mapping, plain: Sequence[str]) -> str:
         )
         for s in dp.get("spends", [])
     ]
+    held = dp.get("held_out_for_attacks")
+    if held:
+        plain = [*plain, f"Held out: {held['statement']}."]
     words = "".join(f"<li>{escape(line)}</li>" for line in plain)
     split = dp.get("budget_split", {})
     return (

@@ -123,6 +123,10 @@ def test_a_dp_release_keeps_its_attack_evidence_owner_side(prefect_harness, shar
     published = "".join(p.read_text(errors="ignore") for p in folder.rglob("*") if p.is_file())
     for word in ('"risks"', '"n_success"', '"unique_records"', '"control_rows"', "Attacks on"):
         assert word not in published  # (the policy's attacks settings are, without numbers)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    held = manifest["differential_privacy"]["held_out_for_attacks"]
+    assert (held["control_fraction"], held["seed"], held["unit"]) == (0.2, 2, "records")
+    assert "held out of this release with probability 0.2" in (folder / "report.html").read_text()
     evidence_file = owner_evidence_path("adult-mst-attacked", outcome["release_id"])
     assert evidence_file.stat().st_mode & 0o777 == 0o600
     assert evidence_file.parent.stat().st_mode & 0o777 == 0o700

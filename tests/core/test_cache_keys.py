@@ -1,0 +1,40 @@
+"""Cache keys: a stage's cached result is reused only while everything it read is unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from privgate.core.cache_keys import stage_tokens
+from privgate.core.policy import load_policy
+
+
+def _policy(tmp_path: Path):
+    (tmp_path / "input.csv").write_text("sex,s\nF,x\nM,y\nF,y\n")
+    (tmp_path / "population.csv").write_text("sex\nF\nM\nF\nM\n")
+    policy = {
+        "dataset": "census",
+        "input": {"path": str(tmp_path / "input.csv")},
+        "columns": {
+            "sex": {"role": "quasi_identifier",
+                    "hierarchy": {"kind": "taxonomy", "tree": {"Any": ["F", "M"]}}},
+            "s": {"role": "sensitive"},
+        },
+        "privacy": {"k": 2, "k_map": {"k": 2},
+                    "population": {"path": str(tmp_path / "population.csv")}},
+        "output": {"directory": str(tmp_path / "releases")},
+    }  # fmt: skip
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    return load_policy(path)
+
+
+def test_a_new_population_file_redoes_the_search_and_nothing_before_it(tmp_path):
+    policy = _policy(tmp_path)
+    before = stage_tokens(policy, "input-sha")
+    assert stage_tokens(policy, "input-sha") == before
+    (tmp_path / "population.csv").write_text("sex\nF\nM\nF\nM\nF\n")  # a new census extract
+    after = stage_tokens(policy, "input-sha")
+    assert after.anonymize != before.anonymize  # k-map is counted against the new one
+    assert after.ingest == before.ingest and after.rank == before.rank  # they never read it
