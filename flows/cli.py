@@ -102,17 +102,11 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
             f"{m['release_epsilon']:g}; {remaining} of {m['budget_epsilon']:g} left)"
         )
     else:
-        # A passed release can still say less than it seems to (a quasi-identifier generalized
-        # away, a utility baseline at chance): the gates' flags end the line.
-        flags = [*gate.get("flags", []), *(outcome.get("utility_gate") or {}).get("flags", [])]
-        print(
-            f"gate: PASSED ({m['rows']} rows, {m['classes']} classes, smallest class "
-            f"{m['min_class_size']}, {m['suppressed']} suppressed)"
-            + "".join(f"; FLAGGED: {flag}" for flag in flags)
-        )
+        print(_k_anonymous_gate_line(outcome))
     for tier in outcome.get("tiers", []):
         print(f"tier {tier['tier']}: k-anonymity covers {', '.join(tier['covers'])}")
-    for release in outcome.get("releases", [])[:-1]:
+    for release in outcome.get("releases", [])[:-1]:  # every tier's release has its own gate
+        print(_k_anonymous_gate_line(release))
         print(f"release: {release['path'] or release['release_id']}")
     if outcome["published"] and outcome.get("already_published_by"):
         print(
@@ -124,6 +118,19 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
     else:
         print(f"dry run: release {outcome['release_id']} verified, nothing published")
     return 0
+
+
+def _k_anonymous_gate_line(outcome: dict) -> str:
+    """One release's gate line. A passed release can still say less than it seems to (a
+    quasi-identifier generalized away, a utility baseline at chance): the gates' flags end it."""
+    gate = outcome["gate"]
+    m = gate["measurements"]
+    flags = [*gate.get("flags", []), *(outcome.get("utility_gate") or {}).get("flags", [])]
+    return (
+        f"gate: PASSED ({m['rows']} rows, {m['classes']} classes, smallest class "
+        f"{m['min_class_size']}, {m['suppressed']} suppressed)"
+        + "".join(f"; FLAGGED: {flag}" for flag in flags)
+    )
 
 
 def _overrides(args: argparse.Namespace) -> dict:

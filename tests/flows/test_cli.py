@@ -249,3 +249,38 @@ def test_a_blocked_run_prints_its_report_path(tmp_path, capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert out.splitlines()[-1] == f"report: {tmp_path / 'blocked' / 'r1' / 'report.html'}"
     assert err.strip() == "privgate: blocked: gate blocked release r1: BLOCKED: 5-anonymity not met"
+
+
+def test_a_tiered_run_prints_every_tiers_gate_line_with_its_own_flags(
+    shared_data, monkeypatch, capsys
+):
+    """Each tier is its own release with its own gate: the earlier tiers' flags are printed
+    beside their paths, not only the last tier's."""
+    shared_data("arx/adult.csv")
+    from privgate.flows import release
+
+    def tier(name, rows, flags):
+        measurements = {"rows": rows, "classes": 9, "min_class_size": 5, "suppressed": 0}
+        return {
+            "gate": {"measurements": measurements, "flags": flags},
+            "path": f"/releases/adult-tiered/{name}",
+            "release_id": name,
+            "published": True,
+        }
+
+    releases = [tier("r-e3", 100, ["1 quasi-identifier(s) generalized away"]), tier("r-e5", 90, [])]
+    outcome = {
+        **releases[-1],
+        "tiers": [{"tier": 3, "covers": ["age"]}, {"tier": 5, "covers": ["age", "sex"]}],
+        "releases": releases,
+    }
+    monkeypatch.setattr(release, "release_flow", lambda parameters: outcome)
+    assert main(["run", str(REPO / "policies" / "adult-tiered.yaml")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = lines.index("release: /releases/adult-tiered/r-e3")
+    assert lines[first - 1] == (
+        "gate: PASSED (100 rows, 9 classes, smallest class 5, 0 suppressed); "
+        "FLAGGED: 1 quasi-identifier(s) generalized away"
+    )
+    assert "gate: PASSED (90 rows, 9 classes, smallest class 5, 0 suppressed)" in lines
+    assert lines[-1] == "release: /releases/adult-tiered/r-e5"
