@@ -13,7 +13,9 @@ evaluates few nodes:
    (three quasi-identifiers at the node's levels) is smaller than the models' minimum class
    size is also in a too-small class of the full node, so it must be suppressed. When those
    records already exceed the limit the node fails without being evaluated (see
-   :class:`ProjectionBounds`; prepared once per table, then a binary search per k).
+   :class:`ProjectionBounds`; prepared once per table, then one pass per k). They are built
+   only as wide as they pay: with no suppression allowed, pairs of quasi-identifiers already
+   fail nearly every node that triples fail, for a fifth of the preparation.
 3. **Monotonicity.** Satisfaction is monotone (a generalization of a satisfying node
    satisfies, a specialization of a failing one fails). Each unresolved node is lifted along a
    chain of cheap generalizations (bound still below the best loss) and the chain is
@@ -76,9 +78,12 @@ class OptimalLattice(FullDomainAlgorithm):
         The objective: ``loss`` (data-domain information loss; ARX's own is ``arx_loss``),
         ``precision``, ``discernibility``,
         ``average_class_size`` or ``entropy``.
-    bounds_arity : int, default=3
+    bounds_arity : int or None, default=None
         Attributes per projection in the suppression bounds (see :class:`ProjectionBounds`);
-        computed once per frequency set and reused by later searches on it.
+        computed once per frequency set and reused by later searches on it. ``None``: 2 when
+        no record may be suppressed, else 3 (wider bounds cost more to build than they save
+        there), and any wider bounds already built for the frequency set. Any arity gives the
+        same optimum: the bounds only skip nodes that fail.
 
     Notes
     -----
@@ -93,7 +98,7 @@ class OptimalLattice(FullDomainAlgorithm):
         models: Sequence[PrivacyModel],
         suppression_limit: float = 0.0,
         metric: str | LossMetric = "loss",
-        bounds_arity: int = 3,
+        bounds_arity: int | None = None,
     ) -> None:
         if not 0.0 <= suppression_limit <= 1.0:
             raise ValueError(
@@ -119,20 +124,37 @@ class OptimalLattice(FullDomainAlgorithm):
         result.details["persons"] = int(data.persons.max()) + 1 if len(data.persons) else 0
         return result
 
-    def _bounds(self, freq: FrequencySet) -> ProjectionBounds:
-        """Projection bounds of ``freq``, computed once per frequency set and reused."""
-        key = ("projection_bounds", self.bounds_arity)
+    def _bounds(self, freq: FrequencySet, allowance: int | None = None) -> ProjectionBounds:
+        """Projection bounds of ``freq``, computed once per frequency set and reused.
+
+        With ``bounds_arity=None`` the arity follows ``allowance`` (records the search may
+        suppress): 2 for none, else 3; bounds of a larger arity already built are used
+        instead, as they are at least as tight.
+        """
+        arity = self.bounds_arity
+        if arity is None:
+            arity = 2 if allowance == 0 else 3
+            built = [
+                key[1]
+                for key in freq.cache
+                if isinstance(key, tuple) and key[0] == "projection_bounds" and key[1] >= arity
+            ]
+            arity = max(built, default=arity)
+        key = ("projection_bounds", arity)
         if key not in freq.cache:
-            freq.cache[key] = ProjectionBounds(freq, self.bounds_arity)
+            freq.cache[key] = ProjectionBounds(freq, arity)
         return freq.cache[key]
 
     def _prepared_metric(self, freq: FrequencySet, min_class_size: int) -> LossMetric:
         metric = make_metric(self.metric) if isinstance(self.metric, str) else self.metric
-        weights = freq.counts.astype(np.float64)
-        frequencies = [
-            np.bincount(freq.qi_codes[:, j], weights=weights, minlength=col.distinct_at(0))
-            for j, col in enumerate(freq.table.columns)
-        ]
+        key = ("value_frequencies", None)  # per column, records per level-0 code: any k
+        if key not in freq.cache:
+            weights = freq.counts.astype(np.float64)
+            freq.cache[key] = [
+                np.bincount(freq.qi_codes[:, j], weights=weights, minlength=col.distinct_at(0))
+                for j, col in enumerate(freq.table.columns)
+            ]
+        frequencies = freq.cache[key]
         return metric.prepare(freq.table.columns, frequencies, freq.table.n_rows, min_class_size)
 
     def search(self, freq: FrequencySet, persons: np.ndarray | None = None) -> Generalization:
@@ -157,7 +179,7 @@ class OptimalLattice(FullDomainAlgorithm):
         metric = self._prepared_metric(freq, checker.min_class_size)
         bound = metric.lower_bound(nodes)
         if persons is None:
-            bounds = self._bounds(freq)
+            bounds = self._bounds(freq, checker.allowance)
             suppressed_bound = bounds.suppressed_at_least(nodes, checker.min_class_size)
         else:  # the bounds count records; persons are fewer
             suppressed_bound = np.zeros(len(nodes), dtype=np.int64)
@@ -266,7 +288,10 @@ class OptimalLattice(FullDomainAlgorithm):
                 )
             )
         levels = [int(v) for v in nodes[best_node]]
-        if persons is None:
+        best_outcome = checker.known(levels) if persons is None else None
+        if best_outcome is not None and best_outcome.outliers == 0:
+            suppressed = np.zeros(checker.n_rows, dtype=bool)  # every class of it satisfies
+        elif persons is None:
             suppressed = failing_tuples(freq, levels, self.models, checker.allowance)[
                 freq.row_to_tuple
             ]
