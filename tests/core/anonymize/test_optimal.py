@@ -508,6 +508,70 @@ def test_adult_optimum_equals_the_exhaustive_golden_node(adult_optimum, k, limit
     assert result.details["loss"] == pytest.approx(loss, abs=1e-9)
 
 
+#: Every way a search can be prepared (issue 18): its own fresh frequency set (what one
+#: ``privgate anonymize`` pays), a frequency set shared by the ten cells in grid order (bounds,
+#: frequencies and lattice structures built by the first cell that needs them, then reused; a
+#: 0 % cell after a 2 % one finds triple bounds already built and uses them), the same in
+#: reverse order, and each fixed arity.
+SPEED_PATHS = ("fresh", "shared", "shared_reversed", "arity_1", "arity_2", "arity_3")
+
+
+@pytest.mark.parametrize("path", SPEED_PATHS)
+def test_every_speed_path_finds_the_exhaustive_golden_node_in_every_adult_cell(
+    adult: Problem, path: str
+) -> None:
+    cells = sorted(ADULT_GOLDEN)
+    shared = adult.encoded.frequency_set()
+    if path == "shared_reversed":
+        cells.reverse()
+    arity = int(path.removeprefix("arity_")) if path.startswith("arity_") else None
+    for k, limit in cells:
+        freq = adult.encoded.frequency_set() if path in ("fresh", *SPEED_PATHS[3:]) else shared
+        result = OptimalLattice([KAnonymity(k=k)], limit, bounds_arity=arity).search(freq)
+        levels, n_suppressed, loss = ADULT_GOLDEN[k, limit]
+        assert tuple(result.levels.values()) == levels, (path, k, limit)
+        assert result.n_suppressed == n_suppressed, (path, k, limit)
+        assert result.details["loss"] == pytest.approx(loss, abs=1e-9)
+    if path.startswith("shared"):
+        built = {key[1] for key in shared.cache if key[0] == "projection_bounds"}
+        # In grid order the first cell (k=2, 0 %) builds pairs, the second (k=2, 2 %) triples,
+        # which every later cell reuses; reversed, the first cell (k=100, 2 %) builds triples
+        # and the 0 % cells use them instead of building pairs.
+        assert built == ({3} if path == "shared_reversed" else {2, 3})
+
+
+def test_adult_projection_bounds_are_the_records_of_the_small_projected_groups(
+    adult: Problem,
+) -> None:
+    """The vectorized preparation against the definition, projection by projection: at a node,
+    the records of the groups smaller than k of each projection at the node's levels, the
+    largest over the projections (20 nodes of the Adult lattice, three values of k)."""
+    freq = adult.encoded.frequency_set()
+    columns = freq.table.columns
+    rng = np.random.default_rng(18)
+    nodes = np.array(adult.nodes(), dtype=np.int64)[rng.choice(6480, 20, replace=False)]
+    ks = (2, 10, 100)
+    for arity in (2, 3):
+        expected = np.zeros((len(ks), len(nodes)), dtype=np.int64)
+        for i, node in enumerate(nodes):
+            for attrs in itertools.combinations(range(len(columns)), arity):
+                key = np.zeros(len(freq.counts), dtype=np.int64)
+                for a in attrs:  # one integer per generalized (projected) tuple
+                    code = columns[a].level_maps[node[a]][freq.qi_codes[:, a]]
+                    key = key * columns[a].distinct_at(node[a]) + code
+                _, group = np.unique(key, return_inverse=True)
+                group = group.reshape(-1)
+                size_of_tuple = np.bincount(group, weights=freq.counts)[group]
+                for row, k in enumerate(ks):
+                    small = int(freq.counts[size_of_tuple < k].sum())
+                    expected[row, i] = max(expected[row, i], small)
+        assert expected[-1].any()  # some sampled nodes do have small projected groups
+        bounds = ProjectionBounds(freq, arity)
+        for row, k in enumerate(ks):
+            assert np.array_equal(bounds.suppressed_at_least(nodes, k), expected[row]), arity
+            assert np.array_equal(bounds.for_size(k)(nodes), expected[row]), (arity, k)
+
+
 @pytest.mark.parametrize(("metric", "k", "limit"), sorted(ADULT_GOLDEN_OTHER_METRICS))
 def test_adult_optimum_under_other_metrics_equals_the_exhaustive_golden_node(
     adult_optimum, metric: str, k: int, limit: float
