@@ -799,7 +799,8 @@ class BudgetLedger(SQLStore):
 
         ``input_sha256`` (a fingerprint of the table the mechanism reads) binds the release to
         its input in the same transaction as its first draw; a later draw of the release on a
-        table with another fingerprint is refused, replayed or not.
+        table with another fingerprint is refused, replayed or not, and so are a draw of a bound
+        release that names no fingerprint and a fingerprint for a release that drew unbound.
 
         Raises
         ------
@@ -824,6 +825,11 @@ class BudgetLedger(SQLStore):
                 self._check_replay(release, seq, attempt, row)
             if input_sha256 is not None:
                 self._bind_input(connection, name, release, str(run_id), input_sha256)
+            elif _bound_input(connection, name, release) is not None:
+                raise LedgerError(
+                    f"release {release!r} of {name!r} is bound to the table its noise was "
+                    "drawn from: a draw of it must name the table it reads (input_sha256)"
+                )
             done = [a for a in attempts if a.value is not None]
             if done:
                 return _draw_record(done[0])
@@ -887,12 +893,25 @@ class BudgetLedger(SQLStore):
         SafePub would publish the *new* table's records through filters decided on the old
         one's noise — records no noise was charged for.
         """
-        bound = connection.execute(
-            select(release_inputs.c.input_sha256).where(
-                release_inputs.c.dataset == dataset, release_inputs.c.release_id == release
-            )
-        ).scalar_one_or_none()
+        bound = _bound_input(connection, dataset, release)
         if bound is None:
+            # Bound in the transaction of the release's first draw, so a release that has draws
+            # and no binding drew them unbound (a ledger written before releases were bound, or
+            # a caller that named no input): which table they describe is unknown, and binding
+            # it to this run's table would replay them over whatever this run reads.
+            drawn = connection.execute(
+                select(draws.c.id)
+                .where(draws.c.dataset == dataset, draws.c.release_id == release)
+                .limit(1)
+            ).first()
+            if drawn is not None:
+                raise LedgerError(
+                    f"release {release!r} of {dataset!r} drew noise before its input was bound "
+                    "to it (by an earlier privgate, or without a fingerprint): whether this "
+                    "run reads the same table cannot be checked, so its draws are not replayed "
+                    "over it. Make a new release (another --release-date or changed DP "
+                    "settings), which reserves new epsilon; this release keeps what it spent"
+                )
             connection.execute(
                 insert(release_inputs).values(
                     dataset=dataset,
@@ -917,11 +936,7 @@ class BudgetLedger(SQLStore):
         name = _check_name(dataset, "dataset")
         release = _check_name(release_id, "release_id")
         with self._transaction(write=False) as connection:
-            return connection.execute(
-                select(release_inputs.c.input_sha256).where(
-                    release_inputs.c.dataset == name, release_inputs.c.release_id == release
-                )
-            ).scalar_one_or_none()
+            return _bound_input(connection, name, release)
 
     def _check_replay(self, release: str, seq: int, attempt: Any, row: dict[str, Any]) -> None:
         recorded = (attempt.step, attempt.mechanism, Decimal(attempt.epsilon))
@@ -1184,6 +1199,15 @@ def _reservation_row(connection: Connection, dataset: str, release: str) -> Any:
             entries.c.mechanism == RESERVATION,
         )
     ).one_or_none()
+
+
+def _bound_input(connection: Connection, dataset: str, release: str) -> str | None:
+    """The fingerprint a release is bound to, or None."""
+    return connection.execute(
+        select(release_inputs.c.input_sha256).where(
+            release_inputs.c.dataset == dataset, release_inputs.c.release_id == release
+        )
+    ).scalar_one_or_none()
 
 
 def _draw_record(row: Any) -> DrawRecord:

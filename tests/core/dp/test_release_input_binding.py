@@ -93,3 +93,35 @@ def test_a_retry_of_a_dp_release_on_a_changed_table_is_refused_and_spends_nothin
     with pytest.raises(LedgerError, match="another input table"):
         release(updated, "run-3")
     assert ledger.account(policy.dataset).exact_remaining_text == spent
+
+
+def _unbound_draw(ledger: BudgetLedger, run: str) -> int:
+    """A draw journaled without a fingerprint: what a ledger written before releases were bound
+    to their input holds for a release that crashed then."""
+    accountant = JournaledAccountant(ledger, "toy", "r1", run, budget=(0.5, 0.0))
+    return int(
+        mechanisms.discrete_laplace_counts([10], 0.5, accountant=accountant, step="count")[0]
+    )
+
+
+def test_a_release_that_drew_before_its_input_was_bound_is_not_bound_to_a_retrys_table(tmp_path):
+    # review5 F1: the first fingerprint the ledger saw was taken as the release's input, even
+    # when the release had drawn (unbound) before: a release crashed under an older privgate
+    # and retried after the upgrade on a corrected table replayed the old table's draws over
+    # the new one, which is what binding exists to refuse.
+    ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    ledger.open_account("toy", 1.0, 0.0)
+    _unbound_draw(ledger, "run-1")
+    spent = ledger.account("toy").exact_remaining_text
+    with pytest.raises(LedgerError, match="before its input was bound"):
+        _one_draw(ledger, "run-2", "b" * 64)
+    assert ledger.release_input("toy", "r1") is None  # nothing bound, drawn or charged
+    assert ledger.account("toy").exact_remaining_text == spent
+
+
+def test_a_bound_release_is_not_drawn_by_a_caller_that_names_no_input(tmp_path):
+    ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    ledger.open_account("toy", 1.0, 0.0)
+    _one_draw(ledger, "run-1", "a" * 64)
+    with pytest.raises(LedgerError, match="bound to the table"):
+        _unbound_draw(ledger, "run-2")
