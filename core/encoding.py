@@ -288,6 +288,10 @@ class ClassStats:
     population_outside : int
         Records of the population table that match no class (people the release shows no
         one like).
+    person_risks : ndarray of float, shape (n_persons,), optional
+        With a person key, each released person's prosecutor risk: ``1 / persons`` of the
+        smallest class holding one of their records
+        (:func:`privgate.core.privacy.person_class_stats`); ``None`` when rows are the unit.
     """
 
     sizes: np.ndarray
@@ -296,6 +300,7 @@ class ClassStats:
     ordered_values: dict[str, np.ndarray]
     population_sizes: np.ndarray | None = None
     population_outside: int = 0
+    person_risks: np.ndarray | None = None
 
     @classmethod
     def from_labels(

@@ -22,7 +22,8 @@ from privgate.core.exceptions import VerificationError
 from privgate.core.privacy import (
     Population,
     PrivacyModel,
-    persons_per_class,
+    person_class_stats,
+    person_histograms,
     population_of,
     sensitive_columns,
     unsupported_with_persons,
@@ -169,8 +170,9 @@ def class_stats_of(
 
     Each QI column is factorized on its text (a missing cell is a value of its own), and rows
     with equal code tuples form a class: a plain group-by, sharing nothing with the search.
-    With ``persons`` (each row's person, aligned with the rows), a class's size is the number
-    of distinct persons in it, not of its rows.
+    With ``persons`` (each row's person, aligned with the rows), the classes are counted in
+    persons with the search's definition (:func:`privgate.core.privacy.person_class_stats`):
+    a class's size is its distinct persons, its sensitive histogram weighs each person 1.
     """
     n = _n_rows(table)
     if n == 0:
@@ -186,16 +188,19 @@ def class_stats_of(
             uniques = np.append(uniques, np.array([None], dtype=object))
         sens_codes[name] = column_codes
         sens_values[name] = uniques
-    stats = ClassStats.from_labels(class_ids, n_classes, np.ones(n), sens_codes, sens_values)
     if persons is None:
-        return stats
+        return ClassStats.from_labels(class_ids, n_classes, np.ones(n), sens_codes, sens_values)
     person_codes = _person_codes(persons, n)
-    sizes = persons_per_class(class_ids, person_codes, n_classes)
-    return ClassStats(sizes, stats.histograms, stats.overall, stats.ordered_values)
+    return person_class_stats(class_ids, n_classes, person_codes, sens_codes, sens_values)
 
 
-def with_reference(stats: ClassStats, reference: Mapping[str, Mapping[str, int]]) -> ClassStats:
+def with_reference(
+    stats: ClassStats, reference: Mapping[str, Mapping[str | None, float]]
+) -> ClassStats:
     """The same classes, compared with the input's distribution of each sensitive column.
+
+    ``reference`` gives each value's count, or with a person key its person weight (see
+    :func:`sensitive_reference`); only the proportions matter.
 
     A value of the input that no released record holds (all its records suppressed) is a
     column of zeros in every class's histogram: the class is still compared with a
@@ -215,21 +220,28 @@ def with_reference(stats: ClassStats, reference: Mapping[str, Mapping[str, int]]
             )
         order = released + extra
         hist = stats.histograms[name]
-        histograms[name] = np.hstack([hist, np.zeros((hist.shape[0], len(extra)), np.int64)])
+        histograms[name] = np.hstack([hist, np.zeros((hist.shape[0], len(extra)), hist.dtype)])
         total = np.array([counts[v] for v in order], dtype=float)
         overall[name] = total / max(total.sum(), 1.0)
         values[name] = np.array(order, dtype=object)
-    return ClassStats(stats.sizes, histograms, overall, values)
+    return replace(stats, histograms=histograms, overall=overall, ordered_values=values)
 
 
 def sensitive_reference(
-    frame: object, columns: Sequence[str], output_format: str = "csv"
-) -> dict[str, dict[str, int]]:
+    frame: object,
+    columns: Sequence[str],
+    output_format: str = "csv",
+    persons: Sequence[object] | None = None,
+) -> dict[str, dict[str | None, float]]:
     """The input's count of each value of ``columns``, as text the gate reads back.
 
     The release writes cells with pandas (CSV) or pyarrow (Parquet) and the gate reads them
     back as text; the reference must name values the same way, so each column is written and
     read back exactly as the release is. A missing cell is the key ``None``.
+
+    With ``persons`` (each input row's person), each value's *person weight* instead: every
+    person weighs 1, split evenly over their records (the search's reference with a person
+    key, :func:`privgate.core.privacy.person_histograms`).
     """
     import csv
     import io
@@ -248,8 +260,20 @@ def sensitive_reference(
         counts: dict = {}
         for cell in cells:
             counts[cell] = counts.get(cell, 0) + 1
+        if persons is not None:
+            counts = _person_weights(cells, persons)
         out[name] = counts
     return out
+
+
+def _person_weights(cells: Sequence[str | None], persons: Sequence[object]) -> dict:
+    """Each value's weight when every person weighs 1, split over their records."""
+    person_codes = _person_codes(persons, len(cells))
+    keys = list(dict.fromkeys(cells))
+    index = {key: i for i, key in enumerate(keys)}
+    codes = np.array([index[c] for c in cells], dtype=np.int64)
+    weights = person_histograms(np.zeros(len(codes), np.int64), person_codes, codes, 1, len(keys))
+    return dict(zip(keys, weights[0].tolist(), strict=True))
 
 
 def _person_codes(persons: Sequence[object], n_rows: int) -> np.ndarray:

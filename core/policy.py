@@ -1179,7 +1179,8 @@ class ReleasePolicy(_Strict):
 
     def _check_person_key(self, privacy: PrivacySpec) -> None:
         """A person key must be a never-published identifier, searched by the optimal search,
-        with models that hold per person (see ``privgate.core.privacy.PERSON_MODELS``)."""
+        with models that have a per-person definition (see
+        ``privgate.core.privacy.unsupported_with_persons`` and docs/PERSONS.md)."""
         key = privacy.person_key
         if key is None:
             return
@@ -1195,22 +1196,26 @@ class ReleasePolicy(_Strict):
                 f"privacy.person_key: algorithm {self.algorithm.name.value!r} counts records, "
                 "not persons; use algorithm 'optimal' with a person key"
             )
-        refused = [f"{ld.variant} l-diversity" for ld in privacy.l_diversity]
-        refused = [r for r in refused if not r.startswith("distinct")]
-        refused += [f"t-closeness of {tc.column!r}" for tc in privacy.t_closeness]
-        if privacy.risk is not None:
-            if privacy.risk.average is not None:
-                refused.append("the average risk limit")
-            if privacy.risk.share_above is not None:
-                refused.append("the risk share limit")
-            if privacy.risk.population_uniques is not None:
-                refused.append("the population-uniques limit")
+        refused = [
+            f"Grassberger entropy l-diversity of {ld.column!r} (its estimator needs whole "
+            "counts; a person weighs 1 split over their records)"
+            for ld in privacy.l_diversity
+            if ld.variant == "entropy" and ld.estimator == "grassberger"
+        ]
+        if privacy.risk is not None and privacy.risk.suppress:
+            refused.append(
+                "risk.suppress (it suppresses whole classes to meet a whole-table limit, "
+                "which counts records; the limits themselves are counted per person)"
+            )
+        refused += ["beta_likeness"] * bool(privacy.beta_likeness)
+        refused += ["delta_disclosure"] * bool(privacy.delta_disclosure)
+        refused += ["k_map"] * (privacy.k_map is not None)
+        refused += ["delta_presence"] * (privacy.delta_presence is not None)
         if refused:
             raise ValueError(
-                f"privacy.person_key: {', '.join(refused)} cannot be guaranteed per person (a "
-                "class can fail by gaining a person's records, so there is no largest set of "
-                "people to keep); with a person key use k, distinct l-diversity and "
-                "risk.highest"
+                f"privacy.person_key: {'; '.join(refused)} cannot be guaranteed per person "
+                "(no per-person definition, see docs/PERSONS.md); k, every other l-diversity "
+                "variant, t-closeness and the risk limits count persons"
             )
 
     def _check_local_recoding(self, privacy: PrivacySpec) -> None:

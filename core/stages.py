@@ -253,7 +253,10 @@ def anonymize(
     algorithm = make_algorithm(setup)
     tables = []
     t_columns = sorted({m.column for m in setup.models if isinstance(m, TCloseness)})
-    reference = sensitive_reference(frame, t_columns, setup.output_format) if t_columns else None
+    reference = None
+    if t_columns:  # with a person key, each input person weighs 1 (the search's reference)
+        keys = None if setup.person_key is None else frame[setup.person_key].astype("string")
+        reference = sensitive_reference(frame, t_columns, setup.output_format, persons=keys)
     for planned in algorithm.plan(data):
         result = algorithm.anonymize(data.covering(planned.covered))
         release = release_table(frame, result, setup.released_columns)

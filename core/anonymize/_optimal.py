@@ -23,7 +23,8 @@ evaluates few nodes:
    records suppressed, some models are not monotone (a coarser node may have to suppress
    more, see :attr:`PrivacyModel.monotonic_with_suppression`); with those, and a non-zero
    suppression limit, or with a model that is not monotone at all, nothing is pruned and
-   every node the bounds leave is evaluated.
+   every node the bounds leave is evaluated. With a person key, pruning also needs every
+   model to survive a class gaining a person's records (see :class:`PersonNodeChecker`).
 4. **Roll-up.** Each evaluated node is grouped from the class table of the smallest cached
    finer node, not from the frequency set (see :class:`NodeChecker`).
 
@@ -223,6 +224,8 @@ class OptimalLattice(FullDomainAlgorithm):
         prune = all(m.monotonic for m in self.models) and (
             checker.allowance == 0 or all(m.monotonic_with_suppression for m in self.models)
         )
+        if persons is not None:  # with a model a class can fail by gaining a person: none
+            prune = prune and checker.monotone
         progress = Progress("optimal search", len(order))
         for position, index in enumerate(order):
             progress.update(

@@ -2,23 +2,33 @@
 
 With a person key, a class protects the people in it, not its rows: k-anonymity asks for ``k``
 distinct persons per class (a class of 17 admissions of 3 patients is 3-anonymous, not
-17-anonymous), and suppression removes people, never a part of one (a person whose record is
-suppressed from one class loses every record). Which people a node suppresses is therefore a
-fixed point: removing a person may shrink another class below ``k``, whose people are removed
-in turn.
+17-anonymous), the l-diversity variants and t-closeness read the class's sensitive values with
+every person weighing 1, and the risk limits read each person's risk (one definition, shared
+with the gate: :func:`privgate.core.privacy.person_class_stats`; the argument is in
+``docs/PERSONS.md``). Suppression removes people, never a part of one (a person whose record is
+suppressed from one class loses every record).
 
-The fixed point is the *largest* set of people whose records can all be released. For a model
-whose satisfaction survives adding records to a class (k-anonymity, distinct l-diversity, the
-highest prosecutor risk: :data:`privgate.core.privacy.PERSON_MODELS`), a person in a failing
-class belongs to no releasable set (any subset of a failing class fails, unless empty), and
-the union of two releasable sets is releasable; removing the people of failing classes until
-none fails therefore reaches the largest releasable set. A coarser node merges classes, so every set
-releasable at a node is releasable at its generalizations: the people suppressed only shrink
-up the lattice and the optimal search's pruning stays exact.
+**The fixed-point rule.** At a node, the people of every class that fails a per-class model
+are removed (with all their records, so other classes lose them too), and the classes are
+checked again, until none fails; the set of people only shrinks, so this terminates. The node
+is accepted when the removed people fit the suppression limit, someone is left, and every
+whole-table limit (average risk, risk share, population uniques) holds on what is left. What
+is left is exactly what the release holds, so the gate, which checks the written release with
+the same definitions, accepts every node the search accepts.
 
-Models whose classes can fail by *gaining* records (entropy and recursive l-diversity,
-t-closeness, the average and share risk limits) have no such largest set and are refused with
-a person key (the policy refuses them when it loads).
+For models whose satisfaction survives adding records to a class (k-anonymity, distinct
+l-diversity, the highest prosecutor risk: :data:`privgate.core.privacy.PERSON_MODELS`), the
+fixed point is the *largest* set of people whose records can all be released: a person in a
+failing class belongs to no releasable set (any subset of a failing class fails, unless
+empty), and the union of two releasable sets is releasable. A coarser node merges classes, so
+every set releasable at a node is releasable at its generalizations; the people suppressed
+only shrink up the lattice and the optimal search prunes by monotonicity.
+
+Entropy and recursive l-diversity, t-closeness and the whole-table limits can fail by a class
+*gaining* a person (a person's records can also move the weights of a class they already sit
+in): there, the fixed point is a deterministic rule but not always the largest releasable
+set, and a coarser node may keep fewer people, so the search evaluates every node the loss
+bound leaves, without pruning (:attr:`PersonNodeChecker.monotone`).
 """
 
 from __future__ import annotations
@@ -31,7 +41,13 @@ import numpy as np
 from privgate.core.anonymize._lattice import ClassTable, NodeChecker, NodeOutcome
 from privgate.core.encoding import ClassStats, FrequencySet
 from privgate.core.exceptions import AnonymizationError
-from privgate.core.privacy import PrivacyModel, persons_per_class, unsupported_with_persons
+from privgate.core.privacy import (
+    PERSON_MODELS,
+    PrivacyModel,
+    person_class_stats,
+    person_histograms,
+    unsupported_with_persons,
+)
 
 __all__ = ["PersonNodeChecker", "check_person_models"]
 
@@ -41,9 +57,10 @@ def check_person_models(models: Sequence[PrivacyModel]) -> None:
     other = unsupported_with_persons(models)
     if other:
         raise AnonymizationError(
-            f"with a person key, {', '.join(other)} cannot be guaranteed per person (a class "
-            "can fail by gaining a person's records); use k-anonymity, distinct l-diversity "
-            "and the highest-risk limit, or remove privacy.person_key"
+            f"with a person key, {', '.join(other)} cannot be guaranteed per person (no "
+            "per-person definition: Grassberger's entropy, suppress: true on a risk limit, "
+            "beta-likeness, delta-disclosure, k-map and delta-presence); remove them or "
+            "privacy.person_key"
         )
 
 
@@ -56,7 +73,7 @@ class PersonNodeChecker(NodeChecker):
     persons : ndarray of int, shape (n_rows,)
         Each row's person, as codes ``0..n_persons-1``.
     models : sequence of PrivacyModel
-        Only :data:`PERSON_MODELS`.
+        Models with a per-person definition (see :func:`check_person_models`).
     suppression_limit : float
         Largest fraction of the *persons* that may be suppressed.
     """
@@ -75,25 +92,30 @@ class PersonNodeChecker(NodeChecker):
             raise ValueError(f"{len(self.persons)} person codes for {self.n_rows} rows")
         self.n_persons = int(self.persons.max()) + 1 if len(self.persons) else 0
         self.allowance = math.floor(suppression_limit * self.n_persons + 1e-9)
+        #: Every model survives a class gaining records: the search may prune the lattice.
+        self.monotone = all(isinstance(m, PERSON_MODELS) for m in self.models)
+        table = freq.table
+        self._person_overall = {  # t-closeness' reference: the input, each person weighing 1
+            name: _distribution(self.persons, codes, len(table.sensitive_values[name]))
+            for name, codes in table.sensitive_codes.items()
+        }
         self._suppressed_rows: dict[tuple[int, ...], np.ndarray] = {}
 
     def _row_stats(self, row_class: np.ndarray, n_classes: int, keep: np.ndarray) -> ClassStats:
-        """The kept rows' classes, sized in persons, with their sensitive histograms."""
+        """The kept rows' classes as the models check them (the gate's definition)."""
         table = self.freq.table
-        names = list(table.sensitive_codes)
-        stats = ClassStats.from_labels(
+        return person_class_stats(
             row_class[keep],
             n_classes,
-            np.ones(int(keep.sum())),
-            {n: table.sensitive_codes[n][keep] for n in names},
+            self.persons[keep],
+            {n: codes[keep] for n, codes in table.sensitive_codes.items()},
             table.sensitive_values,
+            self._person_overall,
         )
-        sizes = persons_per_class(row_class[keep], self.persons[keep], n_classes)
-        overall = {n: self._overall[n] for n in names}  # the input's, as the row search uses
-        return ClassStats(sizes, stats.histograms, overall, stats.ordered_values)
 
-    def kept_rows(self, node: Sequence[int]) -> tuple[np.ndarray, np.ndarray, int]:
-        """Rows kept at ``node`` (the largest releasable set of people), each row's class."""
+    def kept_rows(self, node: Sequence[int]) -> tuple[np.ndarray, np.ndarray, ClassStats]:
+        """Rows kept at ``node`` by the fixed-point rule, each row's class, and the kept
+        classes' statistics (only the classes that keep someone)."""
         class_ids, n_classes = self.freq.classes(node)
         row_class = class_ids[self.freq.row_to_tuple]
         keep = np.ones(self.n_rows, dtype=bool)
@@ -104,7 +126,7 @@ class PersonNodeChecker(NodeChecker):
                 ok &= model.satisfied_by(stats)
             bad_rows = keep & ~ok[row_class]
             if not bad_rows.any():
-                return keep, row_class, n_classes
+                return keep, row_class, _occupied(stats)
             keep &= ~np.isin(self.persons, np.unique(self.persons[bad_rows]))
 
     def evaluate(self, node: Sequence[int]) -> NodeOutcome:
@@ -112,10 +134,11 @@ class PersonNodeChecker(NodeChecker):
         if node in self._outcomes:
             return self._outcomes[node]
         self.evaluations += 1
-        keep, row_class, n_classes = self.kept_rows(node)
+        keep, row_class, stats = self.kept_rows(node)
         kept_persons = len(np.unique(self.persons[keep]))
         outliers = self.n_persons - kept_persons
         satisfied = outliers <= self.allowance and bool(keep.any())
+        satisfied = satisfied and all(m.table_satisfied(stats) for m in self.models)
         # Classes for the loss metric: each class split into its kept and suppressed records.
         group = row_class.astype(np.int64) * 2 + keep
         _, first, inverse = np.unique(group, return_index=True, return_inverse=True)
@@ -130,3 +153,22 @@ class PersonNodeChecker(NodeChecker):
     def suppressed_rows(self, node: Sequence[int]) -> np.ndarray:
         """Rows suppressed at an evaluated node (every record of each suppressed person)."""
         return self._suppressed_rows[tuple(int(v) for v in node)]
+
+
+def _distribution(persons: np.ndarray, codes: np.ndarray, n_values: int) -> np.ndarray:
+    """The table's distribution of a sensitive column with every person weighing 1."""
+    total = person_histograms(np.zeros(len(codes), np.int64), persons, codes, 1, n_values)[0]
+    return total / max(total.sum(), 1.0)
+
+
+def _occupied(stats: ClassStats) -> ClassStats:
+    """The classes that hold someone (a node's classes whose people were all suppressed are
+    not in the release, and a whole-table limit must not count them)."""
+    held = stats.sizes > 0
+    return ClassStats(
+        stats.sizes[held],
+        {name: h[held] for name, h in stats.histograms.items()},
+        stats.overall,
+        stats.ordered_values,
+        person_risks=stats.person_risks,
+    )

@@ -26,7 +26,10 @@ from privgate.core.privacy._l_diversity import (
 )
 from privgate.core.privacy._likeness import BetaLikeness, likeness_gains
 from privgate.core.privacy._persons import (
+    PERSON_COUNTED_MODELS,
     PERSON_MODELS,
+    person_class_stats,
+    person_histograms,
     persons_per_class,
     unsupported_with_persons,
 )
@@ -81,6 +84,9 @@ __all__ = [
     "models_from_policy",
     "sensitive_columns",
     "persons_per_class",
+    "person_class_stats",
+    "person_histograms",
+    "PERSON_COUNTED_MODELS",
     "PERSON_MODELS",
     "unsupported_with_persons",
 ]

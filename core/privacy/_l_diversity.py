@@ -22,6 +22,10 @@ from privgate.core.privacy._base import PrivacyModel
 #: Entropy comparisons allow this much floating-point slack (log/exp round trips).
 _ENTROPY_TOLERANCE = 1e-9
 
+#: Recursive (c,l)-diversity on fractional (person) weights: ratios are raised by this
+#: relative slack before the strict comparison with ``c`` (conservative: never lenient).
+_RATIO_SLACK = 1e-9
+
 
 class DistinctLDiversity(PrivacyModel):
     """Every class holds at least ``l`` distinct values of ``column``."""
@@ -106,6 +110,10 @@ class EntropyLDiversity(PrivacyModel):
     """The entropy of ``column`` in every class is at least ``log(l)``, and (as in ARX) every
     class holds at least ``ceil(l)`` distinct values.
 
+    With a person key the class's distribution weighs each person 1, split over their
+    records in the class (:func:`privgate.core.privacy.person_histograms`); only the Shannon
+    estimator is defined on such weights.
+
     ``estimator`` chooses how a class's entropy is estimated: ``shannon`` (the plug-in
     entropy of the class's values, Machanavajjhala et al.'s definition) or ``grassberger``
     (the bias-corrected estimate, ARX's ``EntropyEstimator.GRASSBERGER``). A class's level is
@@ -163,8 +171,10 @@ class EntropyLDiversity(PrivacyModel):
 class RecursiveCLDiversity(PrivacyModel):
     """In every class, ``r_1 < c * (r_l + r_{l+1} + ... + r_m)``.
 
-    ``r_i`` is the count of the i-th most frequent value of ``column``. The most frequent value
-    must not dominate the tail that starts at the l-th value. The achieved level is the largest
+    ``r_i`` is the count of the i-th most frequent value of ``column`` (with a person key, its
+    person weight: each person in the class weighs 1, split over their records there; see
+    :func:`privgate.core.privacy.person_histograms`). The most frequent value must not
+    dominate the tail that starts at the l-th value. The achieved level is the largest
     ratio ``r_1 / (r_l + ... + r_m)`` over classes (``inf`` when a class has fewer than ``l``
     distinct values); the model holds when it is strictly below ``c``.
     """
@@ -180,8 +190,14 @@ class RecursiveCLDiversity(PrivacyModel):
         if hist.shape[1] < self.l:
             return np.full(hist.shape[0], np.inf)
         tail = hist[:, self.l - 1 :].sum(axis=1)
-        with np.errstate(divide="ignore"):
-            return np.where(tail > 0, hist[:, 0] / np.maximum(tail, 1), np.inf)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(tail > 0, hist[:, 0] / np.where(tail > 0, tail, 1), np.inf)
+        if np.issubdtype(hist.dtype, np.floating):
+            # Person weights are sums of fractions (2/3 + 1/6 + 1/6 is 0.9999999999999999 in
+            # floating point): a ratio within this slack of ``c`` counts as reaching it, so a
+            # class whose exact ratio equals ``c`` never passes by rounding.
+            ratios = ratios * (1 + _RATIO_SLACK)
+        return ratios
 
     def satisfied_by(self, stats: ClassStats) -> np.ndarray:
         return self._ratios(stats) < self.c

@@ -1,29 +1,87 @@
-"""Counting people, not rows, in equivalence classes (a table with several rows per person)."""
+"""Counting people, not rows, in equivalence classes (a table with several rows per person).
+
+One definition, used by the person-keyed search (``privgate.core.anonymize._persons``) and by
+the gate (:func:`privgate.core.gate.class_stats_of`): both build a class table with
+:func:`person_class_stats` and check it with the models' own ``satisfied_by``/``achieved``.
+The argument for each definition is in ``docs/PERSONS.md``; in short:
+
+* **size** of a class: its distinct persons (k-anonymity, the risk limits);
+* **sensitive distribution** of a class: each person in the class weighs exactly 1, split
+  evenly over that person's records in the class (:func:`person_histograms`). A prosecutor
+  who knows a target is in the release and found the class of one of the target's records
+  can tell neither which of the class's persons is the target (each is equally likely) nor
+  which of the target's records in the class is the one they looked up (they look alike):
+  the value's weight divided by the class's persons is exactly the attacker's posterior
+  that the record holds it. One person's many records can neither dilute a class (fifteen
+  admissions with fifteen diagnoses weigh as much as one admission) nor dominate it. With one
+  record per person in a class this is the row histogram;
+* **reference distribution** of t-closeness: the same weighting over the whole *input* (each
+  input person weighs 1, split over all their records): the attacker's prior for a record of
+  a person drawn at random, compared with the class's posterior;
+* **a person's risk**: ``1 / persons`` of the smallest class holding one of their records
+  (:func:`privgate.core.risk.person_risks`); the average and share limits read these.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from privgate.core.encoding import ClassStats
 from privgate.core.privacy._base import PrivacyModel
 from privgate.core.privacy._k_anonymity import KAnonymity
-from privgate.core.privacy._l_diversity import DistinctLDiversity
-from privgate.core.privacy._risk import HighestRisk
+from privgate.core.privacy._l_diversity import (
+    DistinctLDiversity,
+    EntropyLDiversity,
+    RecursiveCLDiversity,
+)
+from privgate.core.privacy._risk import AverageRisk, HighestRisk, PopulationUniques, RiskShareAbove
+from privgate.core.privacy._t_closeness import TCloseness
+from privgate.core.risk import person_risks
 
-__all__ = ["PERSON_MODELS", "persons_per_class", "unsupported_with_persons"]
+__all__ = [
+    "PERSON_MODELS",
+    "PERSON_COUNTED_MODELS",
+    "person_class_stats",
+    "person_histograms",
+    "persons_per_class",
+    "unsupported_with_persons",
+]
 
-#: Models that hold per person when classes are sized in persons. Each one's satisfaction
-#: survives adding records to a class, so the people a node must suppress have a largest
-#: releasable set (see ``privgate.core.anonymize``'s person-keyed search). Entropy and
-#: recursive l-diversity, t-closeness and the average and share risk limits can fail by a
-#: class *gaining* a person's records: they are refused with a person key.
+#: Models whose satisfaction survives adding a person's records to a class: for them, the
+#: people a node must suppress form a largest releasable set and the person-keyed search may
+#: prune the lattice by monotonicity (see ``privgate.core.anonymize._persons``).
 PERSON_MODELS = (KAnonymity, DistinctLDiversity, HighestRisk)
+
+#: Every model with a per-person definition (:func:`person_class_stats`). The ones outside
+#: :data:`PERSON_MODELS` can fail by a class *gaining* a person's records: the search applies
+#: the fixed-point rule without pruning (``privgate.core.anonymize._persons``).
+PERSON_COUNTED_MODELS = (
+    *PERSON_MODELS,
+    EntropyLDiversity,
+    RecursiveCLDiversity,
+    TCloseness,
+    AverageRisk,
+    RiskShareAbove,
+    PopulationUniques,
+)
+
+
+def _why_not_per_person(model: PrivacyModel) -> str | None:
+    """Why ``model`` has no per-person definition here (``None`` if it has one)."""
+    if not isinstance(model, PERSON_COUNTED_MODELS):
+        return "no per-person definition"
+    if isinstance(model, EntropyLDiversity) and model.estimator == "grassberger":
+        return "Grassberger's estimator needs whole counts, and persons weigh fractions"
+    if getattr(model, "suppress", False):
+        return "suppressing classes to meet a whole-table limit counts records"
+    return None
 
 
 def unsupported_with_persons(models: Sequence[PrivacyModel]) -> list[str]:
     """The names of the models that cannot be guaranteed per person."""
-    return [str(m) for m in models if not isinstance(m, PERSON_MODELS)]
+    return [str(m) for m in models if _why_not_per_person(m) is not None]
 
 
 def persons_per_class(class_ids: np.ndarray, persons: np.ndarray, n_classes: int) -> np.ndarray:
@@ -43,3 +101,88 @@ def persons_per_class(class_ids: np.ndarray, persons: np.ndarray, n_classes: int
         return np.zeros(n_classes, dtype=np.int64)
     pairs = np.unique(class_ids * (int(persons.max()) + 1) + persons)
     return np.bincount(pairs // (int(persons.max()) + 1), minlength=n_classes).astype(np.int64)
+
+
+def person_histograms(
+    class_ids: np.ndarray, persons: np.ndarray, codes: np.ndarray, n_classes: int, n_values: int
+) -> np.ndarray:
+    """Per class, each sensitive value's weight when every person in the class weighs 1.
+
+    A person with ``r`` records in a class gives ``n_v / r`` to each value ``v`` they hold
+    ``n_v`` times there, so a class's row sums to its number of persons.
+
+    The weights are summed in a canonical order (each class and value's terms ascending), so
+    two callers that group the same records differently (the search by lattice codes, the
+    gate by the written text) compute bit-identical histograms: a strict comparison such as
+    recursive (c,l)-diversity's then reaches the same verdict in both.
+
+    Parameters
+    ----------
+    class_ids, persons, codes : ndarray of int, shape (n_rows,)
+        Each row's class (``0..n_classes-1``), person (non-negative) and value
+        (``0..n_values-1``).
+
+    Returns
+    -------
+    ndarray of float, shape (n_classes, n_values)
+    """
+    class_ids = np.asarray(class_ids, dtype=np.int64)
+    persons = np.asarray(persons, dtype=np.int64)
+    codes = np.asarray(codes, dtype=np.int64)
+    out = np.zeros(n_classes * n_values, dtype=np.float64)
+    if len(class_ids) == 0:
+        return out.reshape(n_classes, n_values)
+    n_persons = int(persons.max()) + 1
+    pair_ids, pair_of_row = np.unique(class_ids * n_persons + persons, return_inverse=True)
+    pair_of_row = pair_of_row.reshape(-1)
+    records = np.bincount(pair_of_row)  # each (class, person)'s records
+    triple_ids, triple_of_row = np.unique(pair_of_row * n_values + codes, return_inverse=True)
+    held = np.bincount(triple_of_row.reshape(-1))  # each (class, person, value)'s records
+    pair = triple_ids // n_values
+    value = triple_ids % n_values
+    bucket = (pair_ids[pair] // n_persons) * n_values + value
+    term = held / records[pair]
+    order = np.lexsort((term, bucket))
+    out += np.bincount(bucket[order], weights=term[order], minlength=n_classes * n_values)
+    return out.reshape(n_classes, n_values)
+
+
+def person_class_stats(
+    class_ids: np.ndarray,
+    n_classes: int,
+    persons: np.ndarray,
+    sensitive_codes: Mapping[str, np.ndarray],
+    sensitive_values: Mapping[str, np.ndarray],
+    overall: Mapping[str, np.ndarray] | None = None,
+) -> ClassStats:
+    """The classes of a person-keyed table as the privacy models check them.
+
+    Sizes are distinct persons (:func:`persons_per_class`), histograms the person weights of
+    :func:`person_histograms`, ``person_risks`` each person's prosecutor risk. ``overall``
+    (per sensitive column, the reference distribution t-closeness compares with) defaults to
+    the same person weighting over these rows.
+
+    Parameters
+    ----------
+    class_ids : ndarray of int, shape (n_rows,)
+    n_classes : int
+    persons : ndarray of int, shape (n_rows,)
+    sensitive_codes : mapping of str to ndarray of int, shape (n_rows,)
+    sensitive_values : mapping of str to ndarray
+        Per sensitive column, the value of each code.
+    overall : mapping of str to ndarray, optional
+    """
+    class_ids = np.asarray(class_ids, dtype=np.int64)
+    persons = np.asarray(persons, dtype=np.int64)
+    sizes = persons_per_class(class_ids, persons, n_classes)
+    histograms, reference = {}, {}
+    for name, codes in sensitive_codes.items():
+        m = len(sensitive_values[name])
+        histograms[name] = person_histograms(class_ids, persons, codes, n_classes, m)
+        if overall is not None and name in overall:
+            reference[name] = np.asarray(overall[name], dtype=float)
+        else:
+            total = person_histograms(np.zeros_like(class_ids), persons, codes, 1, m)[0]
+            reference[name] = total / max(total.sum(), 1.0)
+    risks = person_risks(class_ids, persons, sizes)
+    return ClassStats(sizes, histograms, reference, dict(sensitive_values), person_risks=risks)

@@ -70,6 +70,10 @@ class HighestRisk(PrivacyModel):
 class AverageRisk(PrivacyModel):
     """The mean prosecutor risk over records, ``#classes / #records``, is at most ``limit``.
 
+    With a person key (``stats.person_risks``), the mean over persons of each person's risk,
+    ``1 / persons`` of the smallest class holding one of their records (a person whose
+    records sit in one class each: ``#classes / #persons``).
+
     A property of the whole table, not of one class: every class passes
     :meth:`satisfied_by`, and :meth:`table_satisfied` decides.
     """
@@ -84,6 +88,9 @@ class AverageRisk(PrivacyModel):
         return np.ones(len(stats.sizes), dtype=bool)
 
     def achieved(self, stats: ClassStats) -> float:
+        if stats.person_risks is not None:  # per person: the mean of each person's risk
+            risks = stats.person_risks
+            return float(risks.mean()) if len(risks) else 0.0
         total = stats.sizes.sum()
         return float(len(stats.sizes) / total) if total else 0.0
 
@@ -98,7 +105,11 @@ class AverageRisk(PrivacyModel):
 
 
 class RiskShareAbove(PrivacyModel):
-    """At most ``limit`` of the records have a prosecutor risk above ``threshold``."""
+    """At most ``limit`` of the records have a prosecutor risk above ``threshold``.
+
+    With a person key (``stats.person_risks``), at most ``limit`` of the persons: a person's
+    risk is that of the smallest class holding one of their records.
+    """
 
     monotonic_with_suppression: ClassVar[bool] = False
 
@@ -111,6 +122,9 @@ class RiskShareAbove(PrivacyModel):
         return np.ones(len(stats.sizes), dtype=bool)
 
     def achieved(self, stats: ClassStats) -> float:
+        if stats.person_risks is not None:  # per person: the share of persons above
+            risks = stats.person_risks
+            return float((risks > self.threshold + _TOLERANCE).mean()) if len(risks) else 0.0
         total = stats.sizes.sum()
         if not total:
             return 0.0
@@ -135,6 +149,10 @@ class PopulationUniques(PrivacyModel):
     gate share this one definition. An estimator that does not converge gives ``nan``, which
     never holds: the gate blocks rather than guess. Not known to be monotone under
     generalization (the fitted estimators are not), so the search does not prune with it.
+
+    With a person key, class sizes are persons and the release a sample of persons; that
+    holds only when every person sits in exactly one class. A release where some person's
+    records sit in several classes has no such sample: ``nan``, which never holds.
     """
 
     monotonic: bool = False
@@ -149,6 +167,8 @@ class PopulationUniques(PrivacyModel):
         return np.ones(len(stats.sizes), dtype=bool)
 
     def achieved(self, stats: ClassStats) -> float:
+        if stats.person_risks is not None and len(stats.person_risks) != stats.sizes.sum():
+            return math.nan  # a person in several classes: the sample is not one of persons
         hist = SizeHistogram.from_class_sizes(stats.sizes)
         if hist.records == 0:
             return 0.0

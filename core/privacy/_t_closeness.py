@@ -87,6 +87,11 @@ def hierarchical_distances(hist: np.ndarray, overall: np.ndarray, labels: np.nda
 class TCloseness(PrivacyModel):
     """Each class's distribution of ``column`` is within EMD ``t`` of the table's.
 
+    The table's distribution is the input's (``ClassStats.overall``; the gate receives it as
+    its ``reference``), so suppression changes no class's distance. With a person key, both
+    distributions weigh each person 1, split over their records (in the class, and in the
+    whole input): :func:`privgate.core.privacy.person_class_stats`.
+
     ``hierarchy`` (a :class:`privgate.core.hierarchy.Hierarchy` of the sensitive column) is required
     for the hierarchical distance and ignored otherwise.
     """

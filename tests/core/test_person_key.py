@@ -23,9 +23,9 @@ from privgate.core.hierarchy import taxonomy_hierarchy
 from privgate.core.policy import _validate
 from privgate.core.privacy import (
     DistinctLDiversity,
+    EntropyLDiversity,
     HighestRisk,
     KAnonymity,
-    TCloseness,
     persons_per_class,
 )
 
@@ -73,8 +73,8 @@ def test_gate_counts_suppression_in_persons_and_refuses_what_it_cannot_count() -
     assert "persons suppressed" in decision.summary
     strict = verify_table(release, ["q"], [KAnonymity(k=3)], persons=persons, input_persons=4)
     assert "1 persons suppressed, more than the limit of 0" in strict.reasons[0]
-    t_model = TCloseness(column="s", t=0.5)
-    blocked = verify_table(release, ["q"], [KAnonymity(k=2), t_model], persons=persons)
+    grassberger = EntropyLDiversity(column="s", l=1.5, estimator="grassberger")
+    blocked = verify_table(release, ["q"], [KAnonymity(k=2), grassberger], persons=persons)
     assert not blocked.passed
     assert any("cannot be verified per person" in r for r in blocked.reasons)
     unkeyed = verify_table(release, ["q"], [KAnonymity(k=2)], persons=["p1", None, "p2", "p3"])
@@ -181,20 +181,28 @@ def _person_policy(**privacy) -> dict:
                 "privacy": {
                     "k": 2,
                     "person_key": "subject_id",
-                    "t_closeness": [{"column": "diagnosis", "t": 0.3}],
+                    "suppression_limit": 0.1,
+                    "risk": {"average": 0.2, "suppress": True},
                 }
             },
-            "t-closeness of 'diagnosis' cannot be guaranteed per person",
+            "risk.suppress .* cannot be guaranteed per person",
         ),
         (
             {
                 "privacy": {
                     "k": 2,
                     "person_key": "subject_id",
-                    "l_diversity": [{"column": "diagnosis", "variant": "entropy", "l": 2}],
+                    "l_diversity": [
+                        {
+                            "column": "diagnosis",
+                            "variant": "entropy",
+                            "l": 2,
+                            "estimator": "grassberger",
+                        }
+                    ],
                 }
             },
-            "entropy l-diversity cannot be guaranteed per person",
+            "Grassberger entropy l-diversity of 'diagnosis'",
         ),
     ],
 )
@@ -209,6 +217,16 @@ def test_person_key_policy_accepted_with_person_models() -> None:
         l_diversity=[{"column": "diagnosis", "variant": "distinct", "l": 2}], risk={"highest": 0.5}
     )
     policy = _validate(data, "test")
+    assert policy.privacy.person_key == "subject_id"
+    counted = _person_policy(  # every model with a per-person definition (docs/PERSONS.md)
+        l_diversity=[
+            {"column": "diagnosis", "variant": "entropy", "l": 2},
+            {"column": "diagnosis", "variant": "recursive", "l": 2, "c": 3},
+        ],
+        t_closeness=[{"column": "diagnosis", "t": 0.4}],
+        risk={"highest": 0.5, "average": 0.3, "share_above": 0.2, "threshold": 0.4},
+    )
+    policy = _validate(counted, "test")
     assert policy.privacy.person_key == "subject_id"
     assert "subject_id" not in policy.released_columns
 

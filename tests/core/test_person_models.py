@@ -1,0 +1,392 @@
+"""Entropy and recursive l-diversity, t-closeness and the risk limits counted per person.
+
+The definitions (docs/PERSONS.md): a class's size is its distinct persons; its sensitive
+distribution weighs each person 1, split evenly over that person's records in the class; the
+t-closeness reference weighs each *input* person 1 the same way; a person's risk is
+``1 / persons`` of the smallest class holding one of their records.
+
+The reference below re-derives every class from those sentences with pandas and exact
+fractions (nothing from ``person_class_stats``), applies the search's fixed-point rule (remove
+the persons of failing classes until none fails; accept when the removed fit the limit and the
+whole-table limits hold) at every node of a small lattice, and picks the optimum by brute
+force. The search must agree node by node and on the optimum, and the gate must accept, on
+the written release, every node the search accepts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privgate.core.anonymize import OptimalLattice, apply_generalization
+from privgate.core.anonymize._persons import PersonNodeChecker
+from privgate.core.encoding import ClassStats, encode_table
+from privgate.core.exceptions import AnonymizationError
+from privgate.core.gate import sensitive_reference, verify_table
+from privgate.core.hierarchy import ARXHierarchy, taxonomy_hierarchy
+from privgate.core.privacy import (
+    AverageRisk,
+    EntropyLDiversity,
+    KAnonymity,
+    PopulationUniques,
+    RecursiveCLDiversity,
+    RiskShareAbove,
+    TCloseness,
+    person_histograms,
+)
+
+HIERARCHIES = {
+    "q1": taxonomy_hierarchy("q1", {"ab": ["a", "b"], "cd": ["c", "d"]}),
+    "q2": taxonomy_hierarchy("q2", {"lo": ["1", "2"], "hi": ["3"]}),
+}
+NODES = list(itertools.product(range(3), range(3)))
+#: Each quasi-identifier value's label at each level.
+LABELS = {
+    q: {v: h.generalize([v])[0] for v in (["a", "b", "c", "d"] if q == "q1" else ["1", "2", "3"])}
+    for q, h in HIERARCHIES.items()
+}
+VALUES = ["x", "y", "z"]
+S_HIERARCHY = ARXHierarchy("s", [["x", "xy", "*"], ["y", "xy", "*"], ["z", "z", "*"]])
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference: every definition from its sentence, in exact fractions
+# ---------------------------------------------------------------------------------------------
+
+
+def _weights(rows: pd.DataFrame) -> dict[str, Fraction]:
+    """Each value's weight when every person of ``rows`` weighs 1, split over their rows."""
+    out = dict.fromkeys(VALUES, Fraction(0))  # values the input lacks are dropped later
+    for _, mine in rows.groupby("person"):
+        for value in mine["s"]:
+            out[value] += Fraction(1, len(mine))
+    return out
+
+
+def _generalized(frame: pd.DataFrame, node) -> pd.Series:
+    """Each row's class label at ``node``."""
+    labels = [
+        [LABELS[q][v][level] for v in frame[q]] for q, level in zip(HIERARCHIES, node, strict=True)
+    ]
+    return pd.Series(["|".join(parts) for parts in zip(*labels, strict=True)], index=frame.index)
+
+
+class Reference:
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        total = _weights(frame)
+        persons = frame["person"].nunique()
+        self.prior = {v: w / persons for v, w in total.items()}  # t-closeness' reference
+        #: The ordered distance spaces the values the input holds (as the search and the gate)
+        self.values = sorted(set(frame["s"]))
+
+    def classes(self, node, kept: set) -> list[tuple[set, dict[str, Fraction]]]:
+        rows = self.frame[self.frame["person"].isin(kept)]
+        labels = _generalized(rows, node)
+        return [(set(g["person"]), _weights(g)) for _, g in rows.groupby(labels)]
+
+    def class_ok(self, model, people: set, weights: dict[str, Fraction]) -> bool:
+        n = len(people)
+        share = {v: w / n for v, w in weights.items()}
+        if isinstance(model, KAnonymity):
+            return n >= model.k
+        if isinstance(model, EntropyLDiversity):
+            entropy = -sum(float(p) * math.log(float(p)) for p in share.values() if p)
+            level = min(math.exp(entropy), sum(1 for p in share.values() if p))
+            return level >= model.l * (1 - 1e-9)
+        if isinstance(model, RecursiveCLDiversity):
+            r = sorted(weights.values(), reverse=True)
+            return r[0] < model.c * sum(r[model.l - 1 :])
+        if isinstance(model, TCloseness):
+            return self.distance(model, share) <= model.t + 1e-12
+        return True  # the whole-table limits
+
+    def distance(self, model: TCloseness, share: dict[str, Fraction]) -> float:
+        if model.distance == "equal":
+            return float(sum(abs(share[v] - self.prior[v]) for v in VALUES) / 2)
+        if model.distance == "ordered":
+            if len(self.values) < 2:
+                return 0.0
+            cumulative, total = Fraction(0), Fraction(0)
+            for v in self.values:
+                cumulative += share[v] - self.prior[v]
+                total += abs(cumulative)
+            return float(total / (len(self.values) - 1))
+        # Hierarchical (height 2): within xy at cost 1/2, then between xy and z at cost 1.
+        ex = {v: share[v] - self.prior[v] for v in VALUES}
+        inside = min(max(ex["x"], 0) + max(ex["y"], 0), max(-ex["x"], 0) + max(-ex["y"], 0))
+        xy = ex["x"] + ex["y"]
+        across = min(max(xy, 0) + max(ex["z"], 0), max(-xy, 0) + max(-ex["z"], 0))
+        return float(inside / 2 + across)
+
+    def table_ok(self, model, classes) -> bool:
+        risk: dict = {}
+        for people, _ in classes:
+            for p in people:
+                risk[p] = max(risk.get(p, Fraction(0)), Fraction(1, len(people)))
+        if isinstance(model, AverageRisk):
+            return sum(risk.values()) / len(risk) <= model.limit + 1e-12
+        if isinstance(model, RiskShareAbove):
+            above = sum(1 for r in risk.values() if r > model.threshold + 1e-12)
+            return Fraction(above, len(risk)) <= model.limit + 1e-12
+        if isinstance(model, PopulationUniques):
+            sizes = np.array([len(people) for people, _ in classes])
+            if sizes.sum() != len(risk):  # someone in two classes: no sample of persons
+                return False
+            stats = ClassStats(sizes, {}, {}, {})  # the estimator itself is the row one
+            return model.holds(model.achieved(stats))
+        return True
+
+    def fixpoint(self, node, models) -> set:
+        kept = set(self.frame["person"])
+        while True:
+            classes = self.classes(node, kept)
+            failing = set()
+            for people, weights in classes:
+                if not all(self.class_ok(m, people, weights) for m in models):
+                    failing |= people
+            if not failing:
+                return kept
+            kept -= failing
+
+    def accepted(self, node, models, limit: float) -> tuple[bool, set]:
+        kept = self.fixpoint(node, models)
+        everyone = self.frame["person"].nunique()
+        if not kept or everyone - len(kept) > int(limit * everyone + 1e-9):
+            return False, kept
+        classes = self.classes(node, kept)
+        return all(self.table_ok(m, classes) for m in models), kept
+
+    def precision(self, node, kept: set) -> float:
+        """ARX's precision loss, from its definition: suppressed records lose everything."""
+        heights = [HIERARCHIES[q].height for q in HIERARCHIES]
+        per_row = sum(level / h for level, h in zip(node, heights, strict=True))
+        rows = self.frame["person"].isin(kept).to_numpy()
+        q = len(heights)
+        return (rows.sum() * per_row + (~rows).sum() * q) / (len(self.frame) * q)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random tables with repeated persons, and every per-person model
+# ---------------------------------------------------------------------------------------------
+
+tables = st.lists(
+    st.tuples(
+        st.integers(0, 6),  # person
+        st.sampled_from("abcd"),
+        st.sampled_from("123"),
+        st.sampled_from(VALUES),
+    ),
+    min_size=3,
+    max_size=16,
+)
+
+MODEL_SETS = [
+    [KAnonymity(k=2), EntropyLDiversity(column="s", l=2)],
+    [KAnonymity(k=2), EntropyLDiversity(column="s", l=1.8)],
+    [KAnonymity(k=2), RecursiveCLDiversity(column="s", c=2, l=2)],
+    [KAnonymity(k=1), RecursiveCLDiversity(column="s", c=1.5, l=2)],
+    [KAnonymity(k=2), TCloseness(column="s", t=0.3)],
+    [KAnonymity(k=1), TCloseness(column="s", t=0.25, distance="ordered")],
+    [KAnonymity(k=2),
+     TCloseness(column="s", t=0.3, distance="hierarchical", hierarchy=S_HIERARCHY)],
+    [KAnonymity(k=1), AverageRisk(limit=0.4)],
+    [KAnonymity(k=1), RiskShareAbove(threshold=0.34, limit=0.25)],
+    [KAnonymity(k=2), PopulationUniques(limit=0.2, population_size=60)],
+    [KAnonymity(k=2), EntropyLDiversity(column="s", l=1.5), TCloseness(column="s", t=0.4),
+     AverageRisk(limit=0.45)],
+]  # fmt: skip
+
+
+def _frame(rows) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["person", "q1", "q2", "s"])
+    frame["person"] = frame["person"].map(lambda p: f"p{p}")
+    return frame
+
+
+def _release(frame: pd.DataFrame, node, kept: set) -> tuple[pd.DataFrame, np.ndarray]:
+    """The release of ``node`` keeping the persons ``kept``, as a recipient reads it."""
+    rows = frame[frame["person"].isin(kept)]
+    levels = zip(HIERARCHIES, node, strict=True)
+    columns = {q: [LABELS[q][v][level] for v in rows[q]] for q, level in levels}
+    return pd.DataFrame({**columns, "s": rows["s"].to_numpy()}), rows["person"].to_numpy()
+
+
+def _gate(frame, release, persons, models, limit):
+    return verify_table(
+        release,
+        list(HIERARCHIES),
+        models,
+        persons=persons,
+        input_persons=frame["person"].nunique(),
+        suppression_limit=limit,
+        reference=sensitive_reference(frame, ["s"], persons=frame["person"]),
+    )
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(
+    rows=tables,
+    models=st.sampled_from(MODEL_SETS),
+    limit=st.sampled_from([0.0, 0.2, 0.5]),
+)
+def test_every_node_follows_the_fixed_point_rule_and_the_gate_accepts_what_the_search_does(
+    rows, models, limit
+) -> None:
+    frame = _frame(rows)
+    reference = Reference(frame)
+    encoded = encode_table(frame, HIERARCHIES, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    checker = PersonNodeChecker(encoded.frequency_set(), codes, models, limit)
+    for node in NODES:
+        accepted, kept = reference.accepted(node, models, limit)
+        outcome = checker.evaluate(node)
+        assert outcome.satisfied == accepted, (node, models)
+        assert set(frame["person"][~checker.suppressed_rows(node)]) == kept, node
+        if outcome.satisfied:  # every node the search accepts, the gate accepts as written
+            release, persons = _release(frame, node, kept)
+            decision = _gate(frame, release, persons, models, limit)
+            assert decision.passed, (node, decision.reasons)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(
+    rows=tables,
+    models=st.sampled_from(MODEL_SETS),
+    limit=st.sampled_from([0.0, 0.2, 0.5]),
+)
+def test_person_search_finds_the_brute_force_optimum_of_the_fixed_point_rule(
+    rows, models, limit
+) -> None:
+    frame = _frame(rows)
+    reference = Reference(frame)
+    feasible = {}
+    for node in NODES:
+        accepted, kept = reference.accepted(node, models, limit)
+        if accepted:
+            feasible[node] = (reference.precision(node, kept), kept)
+    encoded = encode_table(frame, HIERARCHIES, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    search = OptimalLattice(models, limit, metric="precision")
+    if not feasible:
+        with pytest.raises(AnonymizationError, match="persons"):
+            search.search(encoded.frequency_set(), persons=codes)
+        return
+    result = search.search(encoded.frequency_set(), persons=codes)
+    node = tuple(result.levels.values())
+    best = min(loss for loss, _ in feasible.values())
+    tied = [n for n, (loss, _) in feasible.items() if math.isclose(loss, best, abs_tol=1e-12)]
+    assert node == min(tied, key=lambda n: (sum(n), n)), (node, tied)
+    assert set(frame["person"][~result.suppressed]) == feasible[node][1]
+    release = apply_generalization(frame, encoded, result, ["q1", "q2", "s"])
+    persons = frame["person"][~result.suppressed].to_numpy()
+    decision = _gate(frame, release, persons, models, limit)
+    assert decision.passed, decision.reasons
+
+
+# ---------------------------------------------------------------------------------------------
+# The definitions on hand-made classes
+# ---------------------------------------------------------------------------------------------
+
+
+def test_person_weights_split_each_person_over_their_records_in_the_class() -> None:
+    # Class 0: p0 has x, x, y (weights 2/3, 1/3); p1 has z. Class 1: p0 has z.
+    classes = np.array([0, 0, 0, 0, 1])
+    persons = np.array([0, 0, 0, 1, 0])
+    codes = np.array([0, 0, 1, 2, 2])
+    hist = person_histograms(classes, persons, codes, 2, 3)
+    assert hist[0] == pytest.approx([2 / 3, 1 / 3, 1.0])
+    assert hist[1].tolist() == [0.0, 0.0, 1.0]
+    # Bit-identical whatever the row order and numbering (the search's and the gate's).
+    order = np.array([4, 3, 2, 1, 0])
+    again = person_histograms(1 - classes[order], 1 - persons[order], codes[order], 2, 3)
+    assert np.array_equal(again[::-1], hist)
+
+
+def test_recursive_diversity_never_passes_an_exact_tie_by_rounding() -> None:
+    """Weights 2/3 + 1/6 + 1/6 sum to 0.9999999999999999 in floating point: a class whose
+    exact ratio r1 / tail equals c must fail (r1 < c * tail is strict)."""
+    # Class: p0 -> y; p1 -> x x x y y z (x: 1/2, y: 1/3, z: 1/6); p2 -> x. y weighs 1 + 1/3,
+    # x 1 + 1/2 = r1, tail from the 2nd value: 4/3 + 1/6 = 3/2: ratio 1 = c.
+    release = pd.DataFrame({"q": ["a"] * 8, "s": list("yxxxyyzx")})
+    persons = ["p0", "p1", "p1", "p1", "p1", "p1", "p1", "p2"]
+    model = RecursiveCLDiversity(column="s", c=1.0, l=2)
+    decision = verify_table(release, ["q"], [model], persons=persons)
+    assert not decision.passed
+    assert decision.measurements["achieved"][str(model)] >= 1.0
+    looser = RecursiveCLDiversity(column="s", c=1.01, l=2)
+    assert verify_table(release, ["q"], [looser], persons=persons).passed
+
+
+# ---------------------------------------------------------------------------------------------
+# Regression: rows look diverse, people are not
+# ---------------------------------------------------------------------------------------------
+
+
+def _one_patients_admissions() -> tuple[pd.DataFrame, list[str]]:
+    """One class: patient P1's 15 admissions, each with another diagnosis, and four more
+    patients who all have HIV. Over rows the class is very diverse (HIV is 4 of 19); over
+    people, four of its five patients have HIV."""
+    diagnoses = [f"d{i:02d}" for i in range(15)] + ["HIV"] * 4
+    release = pd.DataFrame({"age": ["40-49"] * 19, "diagnosis": diagnoses})
+    persons = ["P1"] * 15 + ["P2", "P3", "P4", "P5"]
+    return release, persons
+
+
+def test_one_patients_admissions_make_rows_diverse_but_people_are_blocked() -> None:
+    release, persons = _one_patients_admissions()
+    entropy = EntropyLDiversity(column="diagnosis", l=3)
+    recursive = RecursiveCLDiversity(column="diagnosis", c=3, l=2)
+    closeness = TCloseness(column="diagnosis", t=0.5)
+    for model in (entropy, recursive):
+        over_rows = verify_table(release, ["age"], [KAnonymity(k=5), model])
+        assert over_rows.passed, over_rows.reasons
+        over_people = verify_table(
+            release, ["age"], [KAnonymity(k=5), model], persons=persons, input_persons=5
+        )
+        assert not over_people.passed
+        assert any(str(model) in r for r in over_people.reasons)
+    # Entropy over people: HIV weighs 4 of 5, each other diagnosis 1/75.
+    level = verify_table(release, ["age"], [entropy], persons=persons).measurements["achieved"]
+    expected = math.exp(-(0.8 * math.log(0.8)) - 15 * (1 / 75) * math.log(1 / 75))
+    assert level[str(entropy)] == pytest.approx(expected)
+    # t-closeness against the whole input: a second class of 15 patients without HIV. Over
+    # rows the first class is within 0.5 of the table; over people HIV is 0.8 there and 4/20
+    # in the table, a distance of 0.6.
+    others = pd.DataFrame({"age": ["50-59"] * 15, "diagnosis": [f"d{i:02d}" for i in range(15)]})
+    table = pd.concat([release, others], ignore_index=True)
+    everyone = persons + [f"Q{i}" for i in range(15)]
+    rows = verify_table(table, ["age"], [closeness])
+    assert rows.passed, rows.reasons
+    people = verify_table(
+        table,
+        ["age"],
+        [closeness],
+        persons=everyone,
+        reference=sensitive_reference(table, ["diagnosis"], persons=everyone),
+    )
+    assert not people.passed
+    assert people.measurements["achieved"][str(closeness)] == pytest.approx(0.6)
+
+
+def test_person_search_suppresses_the_patients_rows_would_have_released() -> None:
+    """The search on the same admissions: counting rows keeps every admission; counting
+    people, the class must lose its HIV patients (or P1) and is released only if that fits the
+    limit."""
+    release, persons = _one_patients_admissions()
+    frame = release.assign(person=persons)
+    age = {"age": taxonomy_hierarchy("age", {"*": ["40-49"]})}
+    encoded = encode_table(frame, age, ["diagnosis"])
+    models = [KAnonymity(k=1), EntropyLDiversity(column="diagnosis", l=3)]
+    over_rows = OptimalLattice(models, 0.0).search(encoded.frequency_set())
+    assert over_rows.n_suppressed == 0
+    codes, _ = pd.factorize(frame["person"])
+    with pytest.raises(AnonymizationError, match="5 persons"):
+        OptimalLattice(models, 0.0).search(encoded.frequency_set(), persons=codes)
