@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privgate.core.exceptions import VerificationError
 from privgate.core.gate import class_stats_of
 from privgate.core.policy import ReleasePolicy, Role
 
@@ -155,7 +156,13 @@ def _privacy_section(
     policy: ReleasePolicy,
     decision: Mapping,
     models: Sequence,
+    persons: Sequence[object] | None = None,
+    reference: Mapping[str, Mapping] | None = None,
 ) -> dict:
+    """The per-class figures, measured as the gate measures them: with ``persons`` (each
+    release row's person, private) classes are sized in persons and sensitive values weigh
+    each person 1; t-distances are to ``reference`` (the input's distribution) when given."""
+    from privgate.core.gate import with_reference
     from privgate.core.privacy import class_distances, hierarchical_distances, sensitive_columns
 
     qis = policy.quasi_identifiers
@@ -177,7 +184,17 @@ def _privacy_section(
     }
     if len(present) < len(qis) + len(sensitive) or len(release) == 0:
         return section  # a malformed release: the gate's reasons say why
-    stats = class_stats_of(release, qis, sensitive)
+    try:
+        stats = class_stats_of(release, qis, sensitive, persons)
+    except VerificationError as exc:  # a row without its person: the gate blocked on it
+        section["unmeasured"] = str(exc)
+        return section
+    if reference:
+        try:
+            stats = with_reference(stats, reference)
+        except VerificationError as exc:  # the gate blocked on it and says why
+            section["unmeasured"] = str(exc)
+    section["class_size_unit"] = "records" if persons is None else "persons"
     section["class_sizes"] = dict(sorted(Counter(stats.sizes.tolist()).items()))
     for model in models:
         column = getattr(model, "column", None)
@@ -337,7 +354,16 @@ def build_report(
         blocked_by=blocked_by,
         privacy_gate=_plain(decision),
         utility_gate=_plain(udecision),
-        privacy=_plain(_privacy_section(table.frame, policy, decision, models)),
+        privacy=_plain(
+            _privacy_section(
+                table.frame,
+                policy,
+                decision,
+                models,
+                persons=getattr(table, "persons", None),
+                reference=getattr(table, "reference", None),
+            )
+        ),
         utility=_plain(utility.to_dict()) if utility is not None else None,
         transformation=_plain(
             _transformation_section(original, table.frame, table, policy, heights)

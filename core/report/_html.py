@@ -269,6 +269,10 @@ def _privacy(report: ReleaseReport) -> str:
     records = sum(s * c for s, c in sizes.items())
     average_risk = (sum(sizes.values()) / records) if records else None
     highest_risk = (1 / min(sizes)) if sizes else None
+    per_person = p.get("class_size_unit") == "persons"
+    if per_person:  # a person may sit in several classes: the gate's own figure, if measured
+        achieved = m.get("achieved", {})
+        average_risk = next((v for n, v in achieved.items() if n.startswith("average")), None)
     parts = [
         _cards(
             [
@@ -288,7 +292,13 @@ def _privacy(report: ReleaseReport) -> str:
     parts += [
         "<h3>Equivalence class sizes</h3>",
         "<p class='note'>Records sharing all quasi-identifier values form a class; no class may "
-        "be smaller than k.</p>",
+        "be smaller than k."
+        + (
+            " Sizes count distinct persons (privacy.person_key), and a class's sensitive "
+            "values weigh each person 1 (docs/PERSONS.md).</p>"
+            if per_person
+            else "</p>"
+        ),
         _img(_plots.class_size_figure(sizes, int(p.get("k", 1))), "class size histogram"),
         "<h3>Re-identification risk</h3>",
         "<p class='note'>Prosecutor model: an attacker who knows a person is in the release and "

@@ -390,3 +390,43 @@ def test_person_search_suppresses_the_patients_rows_would_have_released() -> Non
     codes, _ = pd.factorize(frame["person"])
     with pytest.raises(AnonymizationError, match="5 persons"):
         OptimalLattice(models, 0.0).search(encoded.frequency_set(), persons=codes)
+
+
+def test_report_measures_the_classes_as_the_gate_does() -> None:
+    """The release report's class sizes and t-distances are the gate's: persons, each weighing
+    1, against the input's person-weighted distribution (they were rows, against the release)."""
+    from privgate.core.policy import _validate
+    from privgate.core.report._data import _privacy_section
+
+    release, persons = _one_patients_admissions()
+    others = pd.DataFrame({"age": ["50-59"] * 15, "diagnosis": [f"d{i:02d}" for i in range(15)]})
+    table = pd.concat([release, others], ignore_index=True)
+    everyone = persons + [f"Q{i}" for i in range(15)]
+    policy = _validate(
+        {
+            "dataset": "hospital",
+            "input": {"path": "x.csv"},
+            "columns": {
+                "subject_id": {"role": "identifier"},
+                "age": {
+                    "role": "quasi_identifier",
+                    "hierarchy": {"kind": "taxonomy", "tree": {"*": ["40-49", "50-59"]}},
+                },
+                "diagnosis": {"role": "sensitive"},
+            },
+            "privacy": {
+                "k": 2,
+                "person_key": "subject_id",
+                "t_closeness": [{"column": "diagnosis", "t": 0.5}],
+            },
+        },
+        "test",
+    )
+    model = TCloseness(column="diagnosis", t=0.5)
+    reference = sensitive_reference(table, ["diagnosis"], persons=everyone)
+    section = _privacy_section(table, policy, {}, [model], persons=everyone, reference=reference)
+    assert section["class_size_unit"] == "persons"
+    assert section["class_sizes"] == {5: 1, 15: 1}
+    assert section["sensitive"]["diagnosis"]["t_distances"] == pytest.approx([0.6, 0.2])
+    rows = _privacy_section(table, policy, {}, [model])
+    assert rows["class_size_unit"] == "records" and rows["class_sizes"] == {15: 1, 19: 1}
