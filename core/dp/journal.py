@@ -28,7 +28,8 @@ n-th draw of the crashed run; the ledger refuses a replay that does not.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -36,7 +37,7 @@ import pandas as pd
 from privgate.core.dp._accountant import Accountant, Codec, Spend
 from privgate.core.dp.ledger import BudgetLedger, DrawRecord
 
-__all__ = ["JournaledAccountant", "table_fingerprint"]
+__all__ = ["JournaledAccountant", "input_fingerprint", "table_fingerprint"]
 
 
 def table_fingerprint(frame: pd.DataFrame) -> str:
@@ -49,6 +50,28 @@ def table_fingerprint(frame: pd.DataFrame) -> str:
     digest = hashlib.sha256()
     digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode())
     digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def input_fingerprint(frame: pd.DataFrame, hierarchies: Mapping[str, Any]) -> str:
+    """SHA-256 of everything a DP release reads besides its policy's text (owner-side only).
+
+    The table (:func:`table_fingerprint`), and every hierarchy read from a file: its
+    generalization of each value it lists, level by level. The release id covers the policy's
+    text, which names a hierarchy file but does not hold it; a file edited between two runs of
+    one release (same id) would otherwise have the first run's draws replayed under the new
+    labels — on Adult, Prof-school's noisy count published as Masters'. Hierarchies built from
+    the policy's own text (taxonomies, bands, masking, dates) are covered by the id already;
+    including the listed ones again changes nothing.
+    """
+    digest = hashlib.sha256(table_fingerprint(frame).encode())
+    for name in sorted(hierarchies):
+        hierarchy = hierarchies[name]
+        listed = getattr(hierarchy, "domain", None)
+        if listed is None:
+            continue
+        levels = hierarchy.generalize(list(listed)).tolist()
+        digest.update(json.dumps([name, [[str(v) for v in row] for row in levels]]).encode())
     return digest.hexdigest()
 
 
@@ -65,7 +88,7 @@ class JournaledAccountant(Accountant):
         The release's ``(epsilon, delta)``: the per-release cap, and the amount reserved in the
         ledger before the first draw.
     input_sha256 : str, optional
-        A fingerprint of the table the mechanism reads (:func:`table_fingerprint`). The ledger
+        A fingerprint of what the mechanism reads (:func:`input_fingerprint`). The ledger
         binds the release to it with its first draw and refuses a draw of the same release on
         another table: a replay is only the same release over the same input.
     """

@@ -924,10 +924,12 @@ class BudgetLedger(SQLStore):
         elif bound != sha256:
             raise LedgerError(
                 f"release {release!r} of {dataset!r} drew its noise from another input table "
-                f"(fingerprint {bound[:12]}…, this run's {sha256[:12]}…): its journaled draws "
-                "describe that table, and replaying them over this one would publish records "
-                "no noise was charged for. Restore the input the release began with to finish "
-                "it, or make a new release (another --release-date or changed DP settings), "
+                f"or hierarchy file (fingerprint {bound[:12]}…, this run's {sha256[:12]}…): "
+                "its journaled draws describe that input, and replaying them over this one "
+                "would publish records no noise was charged for, or noisy counts under other "
+                "labels. Restore the input and hierarchy files the release began with to "
+                "finish it, or make a new release (another --release-date or changed DP "
+                "settings), "
                 "which reserves new epsilon; this release keeps what it spent"
             )
 

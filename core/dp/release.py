@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from privgate.core.dp._accountant import Accountant
-from privgate.core.dp.journal import JournaledAccountant, table_fingerprint
+from privgate.core.dp.journal import JournaledAccountant, input_fingerprint
 from privgate.core.dp.ledger import BudgetLedger, configured_ledger_url
 from privgate.core.dp.person_bounding import bound_persons
 from privgate.core.hierarchy import Hierarchy, value_key
@@ -366,7 +366,7 @@ def run_dp_release(
         release_id,
         run_id,
         budget=(dp.epsilon, dp.delta),
-        input_sha256=table_fingerprint(bounded.frame),
+        input_sha256=input_fingerprint(bounded.frame, hierarchies),
     )
     if dp.person_key is not None:
         _log.info(

@@ -125,3 +125,41 @@ def test_a_bound_release_is_not_drawn_by_a_caller_that_names_no_input(tmp_path):
     _one_draw(ledger, "run-1", "a" * 64)
     with pytest.raises(LedgerError, match="bound to the table"):
         _unbound_draw(ledger, "run-2")
+
+
+def test_a_retry_with_an_edited_hierarchy_file_is_refused(tmp_path, monkeypatch):
+    # review5 F3: the release id covers the policy's text, not the content of the ARX files it
+    # names, and the fingerprint covered the table only. A run blocked after its draws, its
+    # hierarchy file edited (two values swapped between groups), then run again the same day
+    # replayed every draw over the new hierarchy: on Adult the noisy count of Prof-school was
+    # published as Masters' count, and the gate passed it (the counts are the journaled ones).
+    monkeypatch.setenv("PRIVGATE_DATA_DIR", str(tmp_path / "owner"))
+    hierarchy = tmp_path / "insurance.csv"
+    hierarchy.write_text(
+        "Medicare;Public;*\nMedicaid;Public;*\nPrivate;Non-public;*\nSelf-pay;Non-public;*\n"
+    )
+    data = yaml.safe_load((REPO / "policies" / "hospital-dp.yaml").read_text())
+    data["input"]["path"] = str(tmp_path / "admissions.csv")
+    data["output"]["directory"] = str(tmp_path / "releases")
+    data["differential_privacy"]["rounds"] = 2
+    data["columns"]["insurance"]["hierarchy"] = {"kind": "arx", "path": str(hierarchy)}
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    policy = load_policy(path)
+    ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    frame = generate_admissions(200, seed=5)
+
+    def release(run):
+        return run_dp_release(
+            frame, policy, load_hierarchies(policy), release_id="r1", run_id=run, ledger=ledger
+        )
+
+    first = release("run-1")
+    assert release("run-2").owner["replayed_draws"] == len(first.draws)  # same file: replayed
+    spent = ledger.account(policy.dataset).exact_remaining_text
+    hierarchy.write_text(
+        "Medicare;Public;*\nPrivate;Public;*\nMedicaid;Non-public;*\nSelf-pay;Non-public;*\n"
+    )
+    with pytest.raises(LedgerError, match="another input table or hierarchy file"):
+        release("run-3")
+    assert ledger.account(policy.dataset).exact_remaining_text == spent
