@@ -430,3 +430,27 @@ def test_report_measures_the_classes_as_the_gate_does() -> None:
     assert section["sensitive"]["diagnosis"]["t_distances"] == pytest.approx([0.6, 0.2])
     rows = _privacy_section(table, policy, {}, [model])
     assert rows["class_size_unit"] == "records" and rows["class_sizes"] == {15: 1, 19: 1}
+
+
+def test_a_coarser_node_can_fail_where_a_finer_one_holds_so_the_search_does_not_prune() -> None:
+    """Two classes, each two persons with x and y evenly: entropy 2-diverse. Merged, p1 holds
+    x once and y three times (1/4 and 3/4 of their weight), so the class weighs x 1.25 and y
+    1.75 over three persons: not 2-diverse. Pruning the finer node below the failing coarser
+    one (as for k-anonymity) would lose the optimum."""
+    frame = pd.DataFrame(
+        {
+            "person": ["p1", "p2", "p1", "p1", "p1", "p3"],
+            "q": ["a", "a", "b", "b", "b", "b"],
+            "s": ["x", "y", "y", "y", "y", "x"],
+        }
+    )
+    hierarchy = {"q": taxonomy_hierarchy("q", {"*": ["a", "b"]})}
+    encoded = encode_table(frame, hierarchy, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    models = [KAnonymity(k=2), EntropyLDiversity(column="s", l=2)]
+    checker = PersonNodeChecker(encoded.frequency_set(), codes, models, 0.0)
+    assert checker.evaluate((0,)).satisfied and not checker.evaluate((1,)).satisfied
+    result = OptimalLattice(models, 0.0).search(encoded.frequency_set(), persons=codes)
+    assert result.levels == {"q": 0} and result.n_suppressed == 0
+    release = apply_generalization(frame, encoded, result, ["q", "s"])
+    assert verify_table(release, ["q"], models, persons=frame["person"].to_numpy()).passed
