@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from privgate.core.history._criterion import (
     CrossReleaseResult,
+    CrossReleaseState,
     check_cross_release,
     exposure,
     protect_across_releases,
@@ -36,6 +37,7 @@ from privgate.core.history._store import (
 __all__ = [
     "HISTORY_URL_VARIABLE",
     "CrossReleaseResult",
+    "CrossReleaseState",
     "HistoryEntry",
     "PastRelease",
     "RecordedRelease",

@@ -19,6 +19,10 @@ the re-publication setting of m-invariance, Xiao & Tao 2007):
   row-to-person link for its values: there the candidates are its matching records, which
   overstates them when a person has several rows in it.)
 
+The verdict is computed incrementally (:mod:`privgate.core.history._incremental`): a person's
+possible values and fewest candidates so far are kept release by release, and only what a new
+release changes is recounted.
+
 This is the stated equivalent of m-invariance's condition (every person's class keeps the same
 set of sensitive values across releases) that privgate enforces: instead of demanding that
 signatures never change, it measures what their changes reveal, so it holds under insertions,
@@ -32,70 +36,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from privgate.core.history._incremental import CrossReleaseResult, CrossReleaseState
 from privgate.core.history._store import PastRelease
 
 __all__ = [
     "CrossReleaseResult",
+    "CrossReleaseState",
     "check_cross_release",
     "exposure",
     "protect_across_releases",
     "release_snapshot",
 ]
-
-
-@dataclass(frozen=True)
-class CrossReleaseResult:
-    """The criterion's verdict.
-
-    Attributes
-    ----------
-    passed : bool
-    candidates : Series
-        Person -> the fewest candidates (people whose records can still be theirs) left in
-        their class of any release they are in.
-    exposed_k : list
-        People with fewer than ``k`` candidate records.
-    exposed_l : list
-        People left with fewer than ``l`` possible values of a protected sensitive column.
-    measurements : dict
-        For the manifest and the report.
-    """
-
-    passed: bool
-    candidates: pd.Series
-    exposed_k: list = field(default_factory=list)
-    exposed_l: list = field(default_factory=list)
-    measurements: dict = field(default_factory=dict)
-    #: Person -> the largest share one protected value has among their candidate records: an
-    #: attacker's confidence in that value using the published frequencies too (reported; the
-    #: criterion enforces the distinct-value form of l, as the policy's distinct l-diversity).
-    confidence: pd.Series | None = None
-
-    @property
-    def exposed(self) -> list:
-        """Everyone the combined releases expose (sorted, each once)."""
-        return sorted(set(self.exposed_k) | set(self.exposed_l), key=str)
-
-    def reasons(self, k: int, l_required: Mapping[str, int]) -> list[str]:
-        out = []
-        if self.exposed_k:
-            out.append(
-                f"release history: combined with the earlier releases, {len(self.exposed_k)} "
-                f"person(s) would be left with fewer than k = {k} candidate records (fewest: "
-                f"{self.measurements.get('min_candidates')})"
-            )
-        if self.exposed_l:
-            required = ", ".join(f"{c} (l = {n})" for c, n in l_required.items())
-            out.append(
-                f"release history: combined with the earlier releases, {len(self.exposed_l)} "
-                f"person(s) would be left with fewer than l possible values of {required}"
-            )
-        return out
 
 
 def release_snapshot(
@@ -131,7 +86,7 @@ def release_snapshot(
 
 def check_cross_release(
     new: PastRelease,
-    past: Sequence[PastRelease],
+    past: Sequence[PastRelease] | CrossReleaseState,
     *,
     k: int,
     l_required: Mapping[str, int] | None = None,
@@ -139,15 +94,15 @@ def check_cross_release(
     """Combine ``new`` with the ``past`` releases and check every person of ``new``.
 
     Only people present in ``new`` are checked (a person the new release leaves out gains the
-    attacker nothing from it), against their class in ``new``. ``l_required`` maps each
-    protected sensitive column to its l.
+    attacker nothing from it), against every release they are in. ``l_required`` maps each
+    protected sensitive column to its l. ``past`` is the earlier releases, oldest first, or
+    the :class:`CrossReleaseState` they fold into (kept across checks, it is not recounted).
     """
-    people = pd.Index(new.membership.index.unique(), dtype=object)
-    return exposure([*past, new], people, k=k, l_required=l_required, earlier=len(past))
+    return _state(past).check(new, k=k, l_required=l_required)
 
 
 def exposure(
-    releases: Sequence[PastRelease],
+    releases: Sequence[PastRelease] | CrossReleaseState,
     people: pd.Index | None = None,
     *,
     k: int,
@@ -161,125 +116,13 @@ def exposure(
     ``people`` defaults to everyone who appears in any release (the attack at
     the end of a history, as the benchmark measures it).
     """
-    l_required = dict(l_required or {})
-    if people is None:
-        people = pd.Index(
-            pd.unique(np.concatenate([r.membership.index.to_numpy() for r in releases])),
-            dtype=object,
-        )
-    classes_of = [_classes_by_person(r) for r in releases]
-    class_values = [_values_by_class(r) for r in releases]
-    candidates = np.zeros(len(people), dtype=np.int64)
-    confidence = np.zeros(len(people), dtype=np.float64)
-    values_left: dict[str, np.ndarray] = {c: np.zeros(len(people), np.int64) for c in l_required}
-    several = np.zeros(len(people), dtype=bool)
-    for i, person in enumerate(people):
-        possible: list[set | None] | None = None
-        last: tuple[PastRelease, frozenset] | None = None
-        seen = 0
-        for release, classes, values in zip(releases, classes_of, class_values, strict=True):
-            mine = classes.get(person)
-            if mine is None:
-                continue
-            seen += 1
-            last = (release, mine)
-            if len(mine) == 1:
-                published = values[next(iter(mine))]
-            else:
-                published = [
-                    frozenset().union(*(values[c][j] for c in mine))
-                    for j in range(len(release.columns))
-                ]
-            if possible is None:
-                possible = published
-            else:
-                possible = [a & b for a, b in zip(possible, published, strict=True)]
-        several[i] = seen >= 2
-        if last is None:
-            continue
-        release, mine = last
-        columns = release.columns
-        for j, column in enumerate(columns):
-            if column in values_left:
-                values_left[column][i] = len(possible[j])
-        # The intersection narrows the target's class in *every* release they are in, not
-        # only the last: the fewest candidates over those releases is what is left.
-        candidates[i] = min(
-            _candidates(r, classes[person], possible)[0]
-            for r, classes in zip(releases, classes_of, strict=True)
-            if person in classes
-        )
-        matching = _candidates(release, mine, possible)[1]
-        for j in range(len(columns)):
-            by_value = Counter()
-            for record, count in matching.items():
-                by_value[record[j]] += count
-            if by_value and candidates[i]:
-                confidence[i] = max(confidence[i], max(by_value.values()) / candidates[i])
-    exposed_k = [people[i] for i in np.flatnonzero(candidates < k)]
-    exposed_l = sorted(
-        {people[i] for c, n in l_required.items() for i in np.flatnonzero(values_left[c] < n)},
-        key=str,
-    )
-    result = pd.Series(candidates, index=people)
-    measurements = {
-        "max_confidence": float(confidence.max()) if len(confidence) else None,
-        "earlier_releases": len(releases) - 1 if earlier is None else earlier,
-        "people_checked": len(people),
-        "people_in_several_releases": int(several.sum()),
-        "min_candidates": int(candidates.min()) if len(candidates) else None,
-        "min_possible_values": {c: int(v.min()) for c, v in values_left.items() if len(v)},
-        "exposed_by_k": len(exposed_k),
-        "exposed_by_l": len(exposed_l),
-        "k": k,
-        "l": l_required,
-    }
-    return CrossReleaseResult(
-        not exposed_k and not exposed_l,
-        result,
-        exposed_k,
-        exposed_l,
-        measurements,
-        pd.Series(confidence, index=people),
-    )
+    return _state(releases).exposure(people, k=k, l_required=l_required, earlier=earlier)
 
 
-def _candidates(release: PastRelease, mine: frozenset, possible: list) -> tuple[int, Counter]:
-    """The target's candidates in one release (people, as k counts them: one person's three
-    matching admissions hide the target among one person, not three; records for a release
-    read back from the history, which keeps no row-to-person link) and the matching records."""
-    matching = Counter()
-    owners: set = set()
-    for class_id in mine:
-        for record, count in release.records.get(class_id, {}).items():
-            if all(value in possible[j] for j, value in enumerate(record)):
-                matching[record] += count
-                if release.owners is not None:
-                    owners |= release.owners[class_id][record]
-    found = len(owners) if release.owners is not None else sum(matching.values())
-    return found, matching
-
-
-def _classes_by_person(release: PastRelease) -> dict:
-    """Person -> frozenset of their classes (most people have one row: no grouping needed)."""
-    membership = release.membership
-    people = membership.index.to_numpy()
-    ids = membership.to_numpy()
-    if membership.index.is_unique:
-        return {person: frozenset((int(c),)) for person, c in zip(people, ids, strict=True)}
-    out: dict = {}
-    for person, c in zip(people, ids, strict=True):
-        out.setdefault(person, set()).add(int(c))
-    return {person: frozenset(c) for person, c in out.items()}
-
-
-def _values_by_class(release: PastRelease) -> dict:
-    """Class id -> per protected column, the frozenset of its published values."""
-    width = len(release.columns)
-    return {
-        class_id: [frozenset(record[j] for record in records) for j in range(width)]
-        for class_id, records in release.records.items()
-    }
+def _state(releases: Sequence[PastRelease] | CrossReleaseState) -> CrossReleaseState:
+    if isinstance(releases, CrossReleaseState):
+        return releases
+    return CrossReleaseState.of(releases)
 
 
 def protect_across_releases(
@@ -287,7 +130,7 @@ def protect_across_releases(
     people: Sequence[object],
     class_ids: Sequence[int],
     sensitive: Mapping[str, Sequence[object]],
-    past: Sequence[PastRelease],
+    past: Sequence[PastRelease] | CrossReleaseState,
     *,
     k: int,
     l_required: Mapping[str, int] | None = None,
@@ -303,6 +146,7 @@ def protect_across_releases(
     """
     people = np.asarray([str(p) for p in people], dtype=object)
     class_ids = np.asarray(class_ids)
+    past = _state(past)  # folded once, checked on every pass
     keep = np.ones(len(people), dtype=bool)
     while True:
         snapshot = release_snapshot(

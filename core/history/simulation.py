@@ -6,7 +6,9 @@ algorithm, and an attacker who downloaded every release and knows everyone's qua
 and presence intersects them (:func:`~privgate.core.history.exposure`). Run with
 ``protect=False`` it measures the attack on plain nightly releases; with ``protect=True`` each
 night's release first goes through the cross-release criterion, removing the people it would
-expose within the suppression limit, or publishing nothing that night.
+expose within the suppression limit, or publishing nothing that night. The history is kept
+as a :class:`~privgate.core.history.CrossReleaseState` across nights: each night's check and
+the final attack recount only what that night changed.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from privgate.core.history._criterion import exposure, protect_across_releases, release_snapshot
+from privgate.core.history._incremental import CrossReleaseState
 from privgate.core.history._release import history_requirements
-from privgate.core.history._store import PastRelease
 
 __all__ = ["Churn", "NightResult", "SimulationResult", "simulate_nightly_releases"]
 
@@ -133,7 +135,7 @@ def simulate_nightly_releases(
         searched = policy.with_overrides(**{"privacy.k": math.ceil(k * (1 + margin))})
     table = base.reset_index(drop=True)
     next_id = len(table) + 1_000_000
-    history: list[PastRelease] = []
+    history = CrossReleaseState()  # every published night, folded in as it is published
     result = SimulationResult()
     for night in range(churn.nights):
         started = time.perf_counter()
@@ -159,7 +161,7 @@ def simulate_nightly_releases(
             people, class_ids = people[keep], class_ids[keep]
             sensitive = {c: v[keep] for c, v in sensitive.items()}
         if published:
-            history.append(release_snapshot(f"night-{night}", people, class_ids, sensitive))
+            history.add(release_snapshot(f"night-{night}", people, class_ids, sensitive))
         night_result = NightResult(
             night=night + 1,
             rows=len(frame),
@@ -174,7 +176,7 @@ def simulate_nightly_releases(
         result.nights.append(night_result)
         if progress is not None:
             progress(night_result)
-    if history:
+    if len(history):
         attack = exposure(history, k=k, l_required=l_required)
         several = attack.measurements["people_in_several_releases"]
         people_total = attack.measurements["people_checked"]
