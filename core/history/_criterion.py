@@ -15,9 +15,10 @@ the re-publication setting of m-invariance, Xiao & Tao 2007):
   there (with a person key a class protects persons, not rows, as the single-release check
   counts them). The intersection narrows earlier releases too (Monday's class of five can
   shrink to two candidates once Tuesday rules values out), so the fewest candidates over the
-  target's releases must be at least k. (A release read back from the history keeps no
-  row-to-person link for its values: there the candidates are its matching records, which
-  overstates them when a person has several rows in it.)
+  target's releases must be at least k. (The history keeps which person published which
+  values in which class, so a release read back from it counts people too; only a release
+  recorded before the history kept that is counted in matching records, which overstates the
+  candidates when a person has several rows in it.)
 
 The verdict is computed incrementally (:mod:`privgate.core.history._incremental`): a person's
 possible values and fewest candidates so far are kept release by release, and only what a new

@@ -99,6 +99,25 @@ classes = Table(
 )
 
 
+#: Who published which values in which class: one row per person, class and published value
+#: tuple, so a past release counts its candidates in people (k counts persons) as the release
+#: being checked does. Private like the rest of the history; releases recorded before this
+#: table existed have no rows in it and are counted in records.
+owner_rows = Table(
+    "privgate_history_owners",
+    METADATA,
+    Column("dataset", String(_DATASET), nullable=False),
+    Column("release_id", String(_ID), nullable=False),
+    Column("class_id", Integer, nullable=False),
+    Column("person", Text, nullable=False),
+    Column("sensitive", Text, nullable=False),  # JSON: the published value tuple
+    ForeignKeyConstraint(
+        ["dataset", "release_id"], [releases.c.dataset, releases.c.release_id], ondelete="CASCADE"
+    ),
+    Index("ix_privgate_history_owners_release", "dataset", "release_id"),
+)
+
+
 def configured_history_url() -> str:
     """``PRIVGATE_HISTORY_URL`` or ``<privgate data directory>/release-history.sqlite``."""
     from privgate.core.locations import data_dir
@@ -127,11 +146,11 @@ class PastRelease:
     records : dict
         Class id -> Counter of the published value tuples of its records.
     owners : dict or None
-        Class id -> value tuple -> the people whose rows published it. Known for a release
-        made in this run (:func:`~privgate.core.history.release_snapshot`), not stored: the
-        criterion counts a new release's candidates in people with it (a person with three
-        admissions in a class is one candidate, as k counts persons), and in records for a
-        release read back from the history.
+        Class id -> value tuple -> the people whose rows published it, for a release made in
+        this run (:func:`~privgate.core.history.release_snapshot`) and for one read back from
+        the history (recorded with it). The criterion counts candidates in people with it (a
+        person with three admissions in a class is one candidate, as k counts persons); None
+        only for a release recorded before the history kept it, counted in records.
     """
 
     release_id: str
@@ -239,6 +258,22 @@ class ReleaseHistory(SQLStore):
                         for person, class_id in rows.itertuples(index=False)
                     ],
                 )
+            if release.owners:
+                connection.execute(
+                    insert(owner_rows),
+                    [
+                        {
+                            "dataset": dataset,
+                            "release_id": release.release_id,
+                            "class_id": int(class_id),
+                            "person": str(person),
+                            "sensitive": json.dumps(list(values)),
+                        }
+                        for class_id, by_values in release.owners.items()
+                        for values, people in by_values.items()
+                        for person in sorted(people, key=str)
+                    ],
+                )
             ids = sorted(set(release.records) | set(class_labels))
             if ids:
                 connection.execute(
@@ -296,8 +331,22 @@ class ReleaseHistory(SQLStore):
                     )
                     for row in table
                 }
+                known = connection.execute(
+                    select(
+                        owner_rows.c.class_id, owner_rows.c.sensitive, owner_rows.c.person
+                    ).where(owner_rows.c.dataset == dataset, owner_rows.c.release_id == release_id)
+                ).all()
+                by_class: dict[int, dict[tuple, set]] | None = None
+                if known or not people:
+                    by_class = {}
+                    for class_id, values, person in known:
+                        by_class.setdefault(class_id, {}).setdefault(
+                            tuple(json.loads(values)), set()
+                        ).add(person)
                 past.append(
-                    PastRelease(release_id, membership, tuple(json.loads(columns)), records)
+                    PastRelease(
+                        release_id, membership, tuple(json.loads(columns)), records, by_class
+                    )
                 )
         return past
 
@@ -360,7 +409,7 @@ class ReleaseHistory(SQLStore):
                 "only with --force (e.g. a release withdrawn before anyone downloaded it)"
             )
         with self._transaction(write=True) as connection:
-            for table in (members, classes, releases):
+            for table in (owner_rows, members, classes, releases):
                 done = connection.execute(
                     delete(table).where(
                         table.c.dataset == dataset, table.c.release_id == release_id

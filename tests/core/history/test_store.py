@@ -100,3 +100,31 @@ def test_the_history_command_lists_and_refuses_to_forget_without_force(capsys):
     assert main(["history", "adult", "--forget", "2026-12-01-aaa", "--force"]) == 0
     assert main(["history", "adult"]) == 0
     assert "no release recorded" in capsys.readouterr().out
+
+
+def test_a_release_read_back_counts_its_candidates_in_people(history):
+    """Review residual of F2/F7: Monday (recorded) has the target A's three admissions, B and
+    C in one class; Tuesday leaves A the values {flu, hiv}. In Monday's class four records but
+    only two people (A, B) can be A's: below k = 3. Read back without who published which
+    values, the history counted four records and Tuesday passed."""
+    from sqlalchemy import text
+
+    monday = release_snapshot(
+        "mon", ["A", "A", "A", "B", "C"], [0] * 5, {"d": ["flu", "flu", "flu", "hiv", "cold"]}
+    )
+    tuesday = release_snapshot("tue", list("APQR"), [0] * 4, {"d": ["flu", "hiv", "flu", "y"]})
+    history.record("hospital", monday, key="patient", class_labels={0: ["*"]}, checks={})
+    [past] = history.past_releases("hospital")
+    assert past.owners == {0: {("flu",): {"A"}, ("hiv",): {"B"}, ("cold",): {"C"}}}
+    assert past.records == monday.records
+    result = check_cross_release(tuesday, [past], k=3, l_required={"d": 2})
+    assert result.candidates["A"] == 2 and result.exposed_k == ["A"]
+    assert result.candidates.to_dict() == (
+        check_cross_release(tuesday, [monday], k=3, l_required={"d": 2}).candidates.to_dict()
+    )
+    # A release recorded before the history kept who published what is counted in records.
+    with history._transaction(write=True) as connection:
+        connection.execute(text("DELETE FROM privgate_history_owners"))
+    [old] = history.past_releases("hospital")
+    assert old.owners is None
+    assert check_cross_release(tuesday, [old], k=3, l_required={"d": 2}).candidates["A"] == 3
