@@ -9,8 +9,8 @@ contains them. :class:`CrossReleaseState` keeps, per person, that function's val
 
 * the possible values of each protected column (a bit set over the column's value codes);
 * the fewest candidates over the releases already folded in, *under those possible values*;
-* the largest count of one value among the matching records of their latest release (the
-  reported confidence's numerator).
+* the largest share one value has among the matching records of their latest release (the
+  reported confidence).
 
 A new release changes a person's possible values only if their new class does not publish
 all of them. If it does, their past minimum stands and only the new class is counted; if it
@@ -57,9 +57,10 @@ class CrossReleaseResult:
     exposed_k: list = field(default_factory=list)
     exposed_l: list = field(default_factory=list)
     measurements: dict = field(default_factory=dict)
-    #: Person -> the largest share one protected value has among their candidate records: an
-    #: attacker's confidence in that value using the published frequencies too (reported; the
-    #: criterion enforces the distinct-value form of l, as the policy's distinct l-diversity).
+    #: Person -> the largest share one protected value has among their candidate records in
+    #: their last release: an attacker's confidence in that value using the published
+    #: frequencies too (reported, at most 1; the criterion enforces the distinct-value form of
+    #: l, as the policy's distinct l-diversity).
     confidence: pd.Series | None = None
 
     @property
@@ -116,7 +117,7 @@ class _Indexed:
                 len(everyone) if self.counts_people else sum(c for _, c, _ in rows)
             )
         self.classes_of = _classes_by_person(release.membership)
-        self._memo: dict[tuple, tuple[int, int]] = {}
+        self._memo: dict[tuple, tuple[int, float]] = {}
 
     def published(self, classes: frozenset, width: int) -> tuple[int, ...]:
         """The values the classes publish, per column (the union of their bit sets)."""
@@ -128,10 +129,10 @@ class _Indexed:
                 out[j] |= mask
         return tuple(out)
 
-    def count(self, classes: frozenset, possible: tuple[int, ...]) -> tuple[int, int]:
-        """(candidates, largest count of one value among the matching records) in ``classes``
-        when the target's values are ``possible``: people where the release knows its rows'
-        people, else records."""
+    def count(self, classes: frozenset, possible: tuple[int, ...]) -> tuple[int, float]:
+        """(candidates, the largest share one value of a column has among the matching
+        records) in ``classes`` when the target's values are ``possible``. Candidates are
+        people where the release knows its rows' people, else records."""
         key = (classes, possible)
         found = self._memo.get(key)
         if found is not None:
@@ -151,15 +152,16 @@ class _Indexed:
                 candidates = len(frozenset().union(*(owners for _, _, owners in matching)))
             else:
                 candidates = sum(count for _, count, _ in matching)
-        top = 0
+        top, records = 0, sum(count for _, count, _ in matching)
         for j in range(len(possible)):
             by_value: Counter = Counter()
             for coded, count, _ in matching:
                 by_value[coded[j]] += count
             if by_value:
                 top = max(top, max(by_value.values()))
-        self._memo[key] = (candidates, top)
-        return candidates, top
+        share = top / records if records else 0.0
+        self._memo[key] = (candidates, share)
+        return candidates, share
 
 
 def _classes_by_person(membership: pd.Series) -> dict:
@@ -178,7 +180,7 @@ def _classes_by_person(membership: pd.Series) -> dict:
 class _Person:
     possible: tuple[int, ...]
     past_min: int
-    top: int
+    share: float
     seen: list[tuple[int, frozenset]]
 
 
@@ -237,10 +239,10 @@ class CrossReleaseState:
                 past_min, seen = before.past_min, before.seen
                 if possible != before.possible:  # narrowed: the earlier classes shrink too
                     past_min = min(self._releases[r].count(mine, possible)[0] for r, mine in seen)
-            candidates, top = indexed.count(classes, possible)
+            candidates, share = indexed.count(classes, possible)
             if past_min is not None:
                 candidates = min(candidates, past_min)
-            updated[person] = _Person(possible, candidates, top, [*seen, (position, classes)])
+            updated[person] = _Person(possible, candidates, share, [*seen, (position, classes)])
         return updated
 
     def add(self, release: PastRelease) -> None:
@@ -308,8 +310,7 @@ class CrossReleaseState:
             candidates[i] = state.past_min
             for column, j in where.items():
                 values_left[column][i] = state.possible[j].bit_count()
-            if state.top and state.past_min:
-                confidence[i] = state.top / state.past_min
+            confidence[i] = state.share
         exposed_k = [people[i] for i in np.flatnonzero(candidates < k)]
         exposed_l = sorted(
             {people[i] for c, n in l_required.items() for i in np.flatnonzero(values_left[c] < n)},

@@ -1,7 +1,13 @@
 """The cross-release criterion as it was computed before it became incremental: every person,
 every release, recounted from scratch (a verbatim copy of ``exposure`` and its helpers at
 f448906). Slow (the whole history per check), but a direct reading of the definition: the
-fast, incremental criterion must give exactly its verdict, candidates, values and confidence."""
+fast, incremental criterion must give exactly its verdict, candidates, values and confidence.
+
+One deliberate change: the reported confidence is the largest share one value has among the
+target's matching records in their last release. At f448906 it divided that count by the
+fewest candidates over *all* their releases (people), so it exceeded 1 whenever an earlier
+class was narrower than the last one or a person had several matching rows.
+"""
 
 from __future__ import annotations
 
@@ -88,8 +94,8 @@ def slow_exposure(
             by_value = Counter()
             for record, count in matching.items():
                 by_value[record[j]] += count
-            if by_value and candidates[i]:
-                confidence[i] = max(confidence[i], max(by_value.values()) / candidates[i])
+            if by_value:  # a share of the matching records of the last release (see below)
+                confidence[i] = max(confidence[i], max(by_value.values()) / sum(matching.values()))
     exposed_k = [people[i] for i in np.flatnonzero(candidates < k)]
     exposed_l = sorted(
         {people[i] for c, n in l_required.items() for i in np.flatnonzero(values_left[c] < n)},

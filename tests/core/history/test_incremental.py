@@ -62,6 +62,7 @@ def _same(fast, slow) -> None:
     assert list(fast.exposed_k) == list(slow.exposed_k)
     assert list(fast.exposed_l) == list(slow.exposed_l)
     assert fast.confidence.to_dict() == slow.confidence.to_dict()
+    assert ((fast.confidence >= 0) & (fast.confidence <= 1)).all()  # a share
     assert fast.measurements == slow.measurements
 
 
