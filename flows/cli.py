@@ -303,13 +303,15 @@ def cmd_history(args: argparse.Namespace) -> int:
     from privgate.core.history import ReleaseHistory, configured_history_url, history_exists
 
     url = args.history or configured_history_url()
-    if not history_exists(url):
+    if not history_exists(url) and not args.record_published:
         raise PrivgateError(
             f"no release history at {url} yet: no release with a history key has been "
             "published there (the history is PRIVGATE_HISTORY_URL, or a file in the privgate "
             "data directory)"
         )
     with ReleaseHistory(url) as history:
+        if args.record_published:
+            return _record_published(history, args)
         if args.forget:
             history.forget(args.dataset, args.forget, force=args.force)
             print(f"history: release {args.forget} of {args.dataset!r} forgotten")
@@ -324,6 +326,30 @@ def cmd_history(args: argparse.Namespace) -> int:
     print(f"history of {args.dataset!r}: {len(recorded)} release(s), oldest first")
     for release in recorded:
         print("  " + release.describe())
+    return 0
+
+
+def _record_published(history, args: argparse.Namespace) -> int:
+    """``privgate history DATASET --record-published RELEASE_DIR``: the recovery of a release
+    published and not recorded (README, "Nightly releases and the release history")."""
+    from privgate.core.history import record_published
+
+    done = record_published(history, args.dataset, args.record_published, keys_file=args.row_keys)
+    if not done.recorded:
+        print(f"history: release {done.release_id} of {args.dataset!r} was already recorded")
+        return 0
+    print(
+        f"history: release {done.release_id} of {args.dataset!r} recorded from its published "
+        f"file ({done.people} people)"
+    )
+    result = done.result
+    if result is not None and not result.passed:
+        print(
+            f"history: warning: combined with the earlier releases it exposes "
+            f"{len(result.exposed)} person(s) (fewest candidates "
+            f"{result.measurements.get('min_candidates')}); it is already published, so later "
+            "releases are checked against it"
+        )
     return 0
 
 
@@ -528,6 +554,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --forget: really remove it (only for a release nobody can have downloaded)",
     )
     history.add_argument("--json", action="store_true", help="print the releases as JSON")
+    history.add_argument(
+        "--record-published",
+        metavar="RELEASE_DIR",
+        help="record a published release missing from the history, from its file and the row "
+        "keys its run kept (refused unless they were written for exactly that file)",
+    )
+    history.add_argument(
+        "--row-keys",
+        metavar="FILE",
+        help="with --record-published: the row-keys file (default: the data directory's)",
+    )
     history.set_defaults(func=cmd_history)
 
     purge = sub.add_parser(

@@ -52,7 +52,12 @@ from privgate.tasks.anonymize import anonymize_task
 from privgate.tasks.expectations import input_expectations_task, release_expectations_task
 from privgate.tasks.fingerprint import fingerprint_task
 from privgate.tasks.gate import gate_task
-from privgate.tasks.history import history_past_task, history_protect_task, history_record_task
+from privgate.tasks.history import (
+    history_past_task,
+    history_protect_task,
+    history_record_task,
+    history_row_keys_task,
+)
 from privgate.tasks.ingest import ingest_task
 from privgate.tasks.publish import publish_task
 from privgate.tasks.rank import rank_task
@@ -329,6 +334,9 @@ def _publish(
                 log.info("dry run: release %s verified, not published", item.staged.release_id)
         else:
             earlier = [published_by(item.staged.final_dir) for item in verified]
+            for item in verified:  # before the rename: a release out is always recordable
+                if item.history is not None:
+                    history_row_keys_task(policy, item.history, str(item.staged.release_file))
             with transaction():  # published and recorded in the history, or neither
                 paths = [publish_task(item.staged, item.manifest) for item in verified]
                 for item, path in zip(verified, paths, strict=True):

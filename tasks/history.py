@@ -19,7 +19,9 @@ from privgate.core.history import (
     PastRelease,
     ReleaseHistory,
     check_entry_is_published,
+    discard_row_keys,
     history_exists,
+    save_row_keys,
 )
 from privgate.core.policy import ReleasePolicy
 from privgate.tasks._caching import retry_transient
@@ -66,6 +68,18 @@ def history_protect_task(
     return protected
 
 
+@task(name="history-row-keys", retries=2, retry_delay_seconds=[1, 5], timeout_seconds=300)
+def history_row_keys_task(policy: ReleasePolicy, entry: HistoryEntry, release_file: str) -> str:
+    """Keep, owner-only, the history key of each row of the file about to be published, so
+    that a release published and not recorded can still be recorded from its file
+    (``privgate history DATASET --record-published RELEASE_DIR``); removed once recorded."""
+    path = save_row_keys(
+        policy.dataset, entry.snapshot.release_id, release_file, entry.row_keys, entry.key
+    )
+    get_run_logger().info("history: row keys of the release kept privately in %s", path.parent)
+    return str(path)
+
+
 @task(name="history-record", retries=2, retry_delay_seconds=[1, 5], timeout_seconds=300)
 def history_record_task(policy: ReleasePolicy, entry: HistoryEntry, path: str) -> bool:
     """Record the published release in the history (False: it was already recorded).
@@ -87,6 +101,7 @@ def history_record_task(policy: ReleasePolicy, entry: HistoryEntry, path: str) -
             checks=entry.checks,
             path=path,
         )
+    discard_row_keys(policy.dataset, entry.snapshot.release_id)  # recorded: not needed
     transaction = get_transaction()
     if recorded and transaction is not None:
         transaction.set("history_recorded", [policy.dataset, entry.snapshot.release_id])

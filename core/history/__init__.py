@@ -15,6 +15,7 @@ from privgate.core.history._criterion import (
     protect_across_releases,
     release_snapshot,
 )
+from privgate.core.history._recover import RecordedPublished, record_published
 from privgate.core.history._release import (
     HistoryEntry,
     check_entry_is_published,
@@ -24,6 +25,13 @@ from privgate.core.history._release import (
     removal_budget,
     searched_policy,
     with_history,
+)
+from privgate.core.history._row_keys import (
+    RowKeys,
+    discard_row_keys,
+    find_row_keys,
+    row_keys_dir,
+    save_row_keys,
 )
 from privgate.core.history._store import (
     HISTORY_URL_VARIABLE,
@@ -40,19 +48,26 @@ __all__ = [
     "CrossReleaseState",
     "HistoryEntry",
     "PastRelease",
+    "RecordedPublished",
     "RecordedRelease",
     "ReleaseHistory",
+    "RowKeys",
     "check_cross_release",
     "check_entry_is_published",
     "check_written_release",
     "configured_history_url",
+    "discard_row_keys",
+    "find_row_keys",
     "exposure",
     "history_by_default",
     "history_exists",
     "history_requirements",
     "protect_across_releases",
+    "record_published",
     "release_snapshot",
     "removal_budget",
+    "row_keys_dir",
+    "save_row_keys",
     "searched_policy",
     "with_history",
 ]

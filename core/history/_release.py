@@ -105,6 +105,9 @@ class HistoryEntry:
     checks: dict = field(default_factory=dict)
     #: The release file's name in its folder (:func:`check_entry_is_published` re-reads it).
     file_name: str = ""
+    #: The history key of each row of the file, in its order (written owner-only before the
+    #: release is published, so a release published and not recorded can be recorded later).
+    row_keys: tuple[str, ...] = ()
 
 
 def check_written_release(
@@ -135,7 +138,12 @@ def check_written_release(
         **result.measurements,
     }
     entry = HistoryEntry(
-        snapshot, policy.history_key or "", labels, checks, file_name=Path(release_file).name
+        snapshot,
+        policy.history_key or "",
+        labels,
+        checks,
+        file_name=Path(release_file).name,
+        row_keys=tuple(str(k) for k in keys),
     )
     return result, entry
 
@@ -187,7 +195,9 @@ def check_entry_is_published(entry: HistoryEntry, release_file, policy: ReleaseP
             f"release {entry.snapshot.release_id}: the published file {release_file} is not "
             f"the release this run checked ({differ} row(s) differ; it was published by an "
             "earlier run). Nothing recorded: the history must describe what recipients hold. "
-            "Forget the published release's folder or re-record it from the run that wrote it."
+            "Record the published file with `privgate history "
+            f"{policy.dataset} --record-published {Path(release_file).parent}` (it uses the "
+            "row keys the publishing run kept)."
         )
 
 

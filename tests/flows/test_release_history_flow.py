@@ -144,18 +144,26 @@ def test_a_retry_records_only_the_release_that_was_published(tmp_path, monkeypat
     Recording the retry's classes would tell every later check that those three patients are
     not in a file that holds them: the record is refused instead, and the run says why."""
     from privgate.core import stages
-    from privgate.core.history import release_snapshot
+    from privgate.core.history import release_snapshot, row_keys_dir
+    from privgate.flows.cli import main
+    from privgate.tasks import history as history_tasks
 
     night_one = generate_admissions(400, seed=61)
     first = _run(tmp_path, night_one, 1)
     assert first.is_completed(), first.message
     night_two = _night_two(night_one)
-    published = _run(tmp_path, night_two, 2)
+    # The run dies between the publishing rename and the history write: the release is out,
+    # its row keys (written before the rename) are kept, nothing is recorded.
+    with monkeypatch.context() as crash:
+        crash.setattr(history_tasks, "discard_row_keys", lambda *args: 0)
+        published = _run(tmp_path, night_two, 2)
     assert published.is_completed(), published.message
     folder = Path(published.result()["path"])
     with ReleaseHistory() as history:
+        as_published = history.past_releases("hospital-admissions")[-1]
         history.forget("hospital-admissions", folder.name, force=True)
     assert len(_recorded()) == 1
+    [kept] = row_keys_dir("hospital-admissions").glob(f"{folder.name}.*.json")
 
     protect = stages.protect_against_history
 
@@ -170,6 +178,29 @@ def test_a_retry_records_only_the_release_that_was_published(tmp_path, monkeypat
     assert "is not the release this run checked" in retry.message
     assert [r.release_id for r in _recorded()] == [Path(first.result()["path"]).name]
     assert (folder / "release.csv").exists()  # published by the first run: left in place
+    assert "privgate history hospital-admissions --record-published" in retry.message
+
+    # The operator's recovery: record the published file with the row keys kept for it.
+    written_by_retry = [
+        p for p in row_keys_dir("hospital-admissions").glob(f"{folder.name}.*.json") if p != kept
+    ]
+    assert written_by_retry  # the retry's own (staged, never published) file's row keys
+    command = ["history", "hospital-admissions", "--record-published", str(folder)]
+    assert main([*command, "--row-keys", str(written_by_retry[0])]) == 2  # another file's
+    assert len(_recorded()) == 1
+    assert main(command) == 0
+    recorded = _recorded()
+    assert [r.release_id for r in recorded][-1] == folder.name
+    with ReleaseHistory() as history:
+        recovered = history.past_releases("hospital-admissions")[-1]
+    assert recovered.release_id == folder.name
+    # Exactly who the published file holds, in which class, with which values: the classes
+    # are numbered in the file's order by both, so the records compare as they are.
+    assert set(recovered.membership.items()) == set(as_published.membership.items())
+    assert recovered.records == as_published.records and recovered.owners == as_published.owners
+    assert not list(row_keys_dir("hospital-admissions").glob(f"{folder.name}.*.json"))
+    assert main(command) == 0  # already recorded: nothing twice
+    assert len(_recorded()) == 2
 
 
 @pytest.mark.parametrize("key", ["admission_id"])
