@@ -165,13 +165,14 @@ def test_a_run_killed_around_the_history_record_is_recorded_exactly_once(
     nothing new and leaves exactly one history record whose people are the release's."""
     from prefect.settings import PREFECT_API_URL
 
-    from privgate.core.history import ReleaseHistory, configured_history_url
+    from privgate.core.history import ReleaseHistory, configured_history_url, row_keys_dir
+    from privgate.core.locations import data_dir
 
     output = tmp_path / "releases"
     history = {"history.check": True, "history.margin": 0.0}
     parameters = _parameters(demo_csv, output, 20)
     parameters = parameters.model_copy(update={"overrides": {**parameters.overrides, **history}})
-    env = {"PRIVGATE_HISTORY_URL": configured_history_url()}
+    env = {"PRIVGATE_HISTORY_URL": configured_history_url(), "PRIVGATE_DATA_DIR": str(data_dir())}
     child = PROCESSES.Process(
         target=_killed_history_run,
         args=(boundary, PREFECT_API_URL.value(), parameters.model_dump(), env),
@@ -183,6 +184,10 @@ def test_a_run_killed_around_the_history_record_is_recorded_exactly_once(
     with ReleaseHistory() as store:
         before = store.releases("census-demo")
     assert len(before) == (1 if boundary == "history-record" else 0)
+    # Published and not recorded: the row keys of exactly the published file are kept
+    # (``privgate history --record-published`` could record it); recorded: removed.
+    kept = list(row_keys_dir("census-demo").glob(f"{release.name}.*.json"))
+    assert len(kept) == (0 if boundary == "history-record" else 1)
 
     outcome = release_flow(ReleaseParameters(**parameters.model_dump()))
     assert outcome["published"] and outcome["already_published_by"]
@@ -191,6 +196,7 @@ def test_a_run_killed_around_the_history_record_is_recorded_exactly_once(
         (recorded,) = store.releases("census-demo")
     rows = (release / "release.csv").read_text().count("\n") - 1
     assert recorded.release_id == release.name and recorded.people == rows
+    assert not list(row_keys_dir("census-demo").glob("*.json"))  # recorded: nothing kept
 
 
 # --- the Prefect server stops mid-run ----------------------------------------------------------
