@@ -23,6 +23,7 @@ import pandas as pd
 from privgate.core.history._criterion import exposure, protect_across_releases, release_snapshot
 from privgate.core.history._incremental import CrossReleaseState
 from privgate.core.history._release import history_requirements
+from privgate.core.history._store import PastRelease
 
 __all__ = ["Churn", "NightResult", "SimulationResult", "simulate_nightly_releases"]
 
@@ -55,6 +56,8 @@ class NightResult:
 class SimulationResult:
     nights: list[NightResult] = field(default_factory=list)
     attack: dict = field(default_factory=dict)
+    #: The published releases, oldest first (what a release history would hold).
+    releases: list[PastRelease] = field(default_factory=list)
 
     def summary(self) -> dict:
         published = [n for n in self.nights if n.published]
@@ -161,7 +164,9 @@ def simulate_nightly_releases(
             people, class_ids = people[keep], class_ids[keep]
             sensitive = {c: v[keep] for c, v in sensitive.items()}
         if published:
-            history.add(release_snapshot(f"night-{night}", people, class_ids, sensitive))
+            snapshot = release_snapshot(f"night-{night}", people, class_ids, sensitive)
+            history.add(snapshot)
+            result.releases.append(snapshot)
         night_result = NightResult(
             night=night + 1,
             rows=len(frame),
