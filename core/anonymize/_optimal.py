@@ -24,7 +24,8 @@ evaluates few nodes:
    more, see :attr:`PrivacyModel.monotonic_with_suppression`); with those, and a non-zero
    suppression limit, or with a model that is not monotone at all, nothing is pruned and
    every node the bounds leave is evaluated. With a person key, pruning also needs every
-   model to survive a class gaining a person's records (see :class:`PersonNodeChecker`).
+   model to survive a class gaining a person's records (see :class:`PersonNodeChecker`);
+   when one does not, the search prunes with the models that do (:func:`_monotone_pruner`).
 4. **Roll-up.** Each evaluated node is grouped from the class table of the smallest cached
    finer node, not from the frequency set (see :class:`NodeChecker`).
 
@@ -51,7 +52,7 @@ from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.metrics import LossMetric, make_metric
-from privgate.core.privacy import PrivacyModel
+from privgate.core.privacy import PERSON_MODELS, PrivacyModel
 from privgate.core.progress import Progress
 
 __all__ = ["OptimalLattice"]
@@ -226,6 +227,17 @@ class OptimalLattice(FullDomainAlgorithm):
         )
         if persons is not None:  # with a model a class can fail by gaining a person: none
             prune = prune and checker.monotone
+        pruner = None
+        if not prune:
+            pruner = _monotone_pruner(freq, persons, self.models, checker, self.suppression_limit)
+
+        def holds(index: int) -> bool:
+            """Whether the node satisfies what the search prunes with (every model, or the
+            pruner's)."""
+            if pruner is None:
+                return evaluate(index)
+            return pruner.evaluate(nodes[index]).satisfied
+
         progress = Progress("optimal search", len(order))
         for position, index in enumerate(order):
             progress.update(
@@ -242,7 +254,7 @@ class OptimalLattice(FullDomainAlgorithm):
             node = nodes[index]
             if checker.known(node) is not None:
                 continue
-            if not prune:
+            if not prune and pruner is None:
                 evaluate(index)
                 continue
             if len(failing) and np.any(np.all(node <= failing, axis=1)):
@@ -270,7 +282,7 @@ class OptimalLattice(FullDomainAlgorithm):
             low, high = -1, len(chain)  # chain[low] fails, chain[high] satisfies
             probe = len(chain) - 1
             while high - low > 1:
-                if evaluate(chain[probe]):
+                if holds(chain[probe]):
                     high = probe
                 else:
                     low = probe
@@ -279,6 +291,8 @@ class OptimalLattice(FullDomainAlgorithm):
                 top_failing = nodes[chain[low]]
                 keep = ~np.all(failing <= top_failing, axis=1) if len(failing) else slice(None)
                 failing = np.vstack([failing[keep], top_failing[None, :]])
+            elif pruner is not None:  # passes the pruner's models: decide on every model
+                evaluate(index)
 
         if best_node is None:
             raise AnonymizationError(
@@ -311,7 +325,36 @@ class OptimalLattice(FullDomainAlgorithm):
                 "nodes": len(nodes),
                 "candidates_after_bounds": int(len(candidates)),
                 "evaluated": checker.evaluations,
+                "pruning_evaluations": 0 if pruner is None else pruner.evaluations,
                 "satisfying_evaluated": satisfied_nodes,
                 "seconds": round(time.perf_counter() - started, 6),
             },
         )
+
+
+def _monotone_pruner(
+    freq: FrequencySet,
+    persons: np.ndarray | None,
+    models: Sequence[PrivacyModel],
+    checker: NodeChecker,
+    suppression_limit: float,
+) -> PersonNodeChecker | None:
+    """A checker of a person-keyed search's monotone models, to prune the lattice with.
+
+    With a person key and a model a class can fail by gaining a person (entropy or recursive
+    l-diversity, t-closeness, a whole-table risk limit), the search cannot prune with every
+    model. It can with the monotone ones (k-anonymity, distinct l-diversity, the highest
+    risk: :data:`~privgate.core.privacy.PERSON_MODELS`, always k at least): the people the
+    full fixed point keeps satisfy those models, so they are a subset of the *largest* set
+    those models release (``_persons``' module docstring). Where that largest set leaves more
+    people out than the limit allows, the full search fails too; and it does at every
+    specialization of the node, whose largest set is no larger. So a node failing the
+    monotone models prunes its whole down-set for the full search, and only the nodes that
+    pass them are evaluated with every model.
+    """
+    if persons is None or not isinstance(checker, PersonNodeChecker) or checker.monotone:
+        return None
+    monotone = [m for m in models if isinstance(m, PERSON_MODELS)]
+    if not monotone:
+        return None
+    return PersonNodeChecker(freq, persons, monotone, suppression_limit)

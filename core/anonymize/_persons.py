@@ -28,7 +28,8 @@ Entropy and recursive l-diversity, t-closeness and the whole-table limits can fa
 *gaining* a person (a person's records can also move the weights of a class they already sit
 in): there, the fixed point is a deterministic rule but not always the largest releasable
 set, and a coarser node may keep fewer people, so the search evaluates every node the loss
-bound leaves, without pruning (:attr:`PersonNodeChecker.monotone`).
+bound leaves that passes the monotone models alone (:attr:`PersonNodeChecker.monotone`;
+the optimal search prunes with those, see ``_optimal._monotone_pruner``).
 """
 
 from __future__ import annotations
