@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from privgate.core.attacks import AttackEvidence, check_attack_limits
+from privgate.core.columnar import TextCodes, read_coded_csv
 from privgate.core.encoding import ClassStats, factorize, is_missing
 from privgate.core.exceptions import VerificationError
 from privgate.core.privacy import (
@@ -41,6 +42,7 @@ __all__ = [
     "gate_flags",
     "generalized_away",
     "read_release",
+    "read_release_codes",
     "sensitive_columns_of",
     "sensitive_reference",
     "with_reference",
@@ -108,7 +110,12 @@ def generalized_away(table: object, quasi_identifiers: Sequence[str]) -> dict[st
         return {}
     out: dict[str, str | None] = {}
     for name in quasi_identifiers:
-        cells = _as_text(table[name])  # type: ignore[index]
+        column = table[name]  # type: ignore[index]
+        if isinstance(column, TextCodes):
+            if (column.codes == column.codes[0]).all():
+                out[name] = column.text(np.array([0]))[0]
+            continue
+        cells = _as_text(column)
         first = cells[0]
         if all(cell == first for cell in cells):
             out[name] = first
@@ -152,6 +159,24 @@ def read_release(path: str | Path) -> dict[str, np.ndarray]:
         raise VerificationError(f"cannot read release {path}: {exc}") from None
 
 
+def read_release_codes(path: str | Path) -> dict[str, TextCodes]:
+    """:func:`read_release`'s cells as dictionary codes (``{column: TextCodes}``).
+
+    A CSV release is read columnar (:func:`privgate.core.columnar.read_coded_csv`: the same
+    cells as the standard library's reader, no Python string per cell), so the gate's group-by
+    runs on integer codes; a Parquet release is read as :func:`read_release` reads it.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise VerificationError(f"release file not found: {path}")
+    if path.suffix == ".parquet":
+        return {name: TextCodes.from_text(cells) for name, cells in read_release(path).items()}
+    try:
+        return read_coded_csv(path)
+    except Exception as exc:  # any parser failure means the release is unreadable
+        raise VerificationError(f"cannot read release {path}: {exc}") from None
+
+
 def _n_rows(table: object) -> int:
     """Rows of a DataFrame or of a ``{column: array}`` mapping."""
     if hasattr(table, "shape"):
@@ -182,7 +207,7 @@ def class_stats_of(
     n_classes = int(class_ids.max()) + 1
     sens_codes, sens_values = {}, {}
     for name in sensitive:
-        column_codes, uniques = factorize(_as_text(table[name]))
+        column_codes, uniques = _text_codes(table[name])
         if (column_codes < 0).any():
             column_codes = np.where(column_codes < 0, len(uniques), column_codes)
             uniques = np.append(uniques, np.array([None], dtype=object))
@@ -295,7 +320,7 @@ def _classes(table: object, quasi_identifiers: Sequence[str]) -> tuple[np.ndarra
     key = np.zeros(n, dtype=np.int64)
     space = 1
     for name in quasi_identifiers:
-        column_codes, uniques = factorize(_as_text(table[name]))
+        column_codes, uniques = _text_codes(table[name])
         radix = len(uniques) + 1  # one more code for a missing cell
         if space * radix >= 2**62:  # compact the key so far before it could overflow
             key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
@@ -315,14 +340,30 @@ def with_population(
     if not len(stats.sizes):
         return stats, []
     _, first = _classes(table, quasi_identifiers)
-    labels = {q: _as_text(table[q])[first] for q in quasi_identifiers}
+    labels = {q: _text_at(table[q], first) for q in quasi_identifiers}
     counts, outside, problems = population.counts_for_labels(labels)
     reasons = [f"cannot count the population in the release's classes: {p}" for p in problems]
     return replace(stats, population_sizes=counts, population_outside=outside), reasons
 
 
+def _text_codes(column: object) -> tuple[np.ndarray, np.ndarray]:
+    """A column's codes and sorted distinct texts (``factorize`` of its text cells)."""
+    if isinstance(column, TextCodes):
+        return column.codes, column.values
+    return factorize(_as_text(column))
+
+
+def _text_at(column: object, rows: np.ndarray) -> np.ndarray:
+    """The text cells of ``rows`` only."""
+    if isinstance(column, TextCodes):
+        return column.text(rows)
+    return _as_text(column)[rows]
+
+
 def _as_text(column: object) -> np.ndarray:
     """Cells as ``str`` or ``None``, whatever the column's container and dtype."""
+    if isinstance(column, TextCodes):
+        return column.text()
     if isinstance(column, np.ndarray) and column.dtype == object:
         return column  # cells as read back by read_release: text or None
     values = column.tolist() if hasattr(column, "tolist") else list(column)  # type: ignore[attr-defined]
@@ -500,10 +541,13 @@ def verify_release(
 ) -> GateDecision:
     """Read the release file at ``path`` and :func:`verify_table` it.
 
+    The file is read as dictionary codes (:func:`read_release_codes`): the same cells as
+    :func:`read_release`, grouped on integers, never on a Python string per cell.
+
     An unreadable file is a blocked release, not a crash: the decision says why.
     """
     try:
-        release = read_release(path)
+        release = read_release_codes(path)
     except VerificationError as exc:
         return GateDecision(False, [str(exc)], {})
     return verify_table(release, quasi_identifiers, models, **limits)

@@ -1,0 +1,241 @@
+"""CSV files as dictionary-coded text columns, read and written with pyarrow.
+
+Why: a table of 10M rows read cell by cell into Python strings (:mod:`core.textcsv`) costs
+seconds per million rows and gigabytes of objects, although an Adult-like column holds a few
+dozen distinct texts. Here each column is a :class:`TextCodes`: one ``int32`` code per row into
+the column's sorted distinct texts. The engine (``privgate anonymize``) and the gate's
+re-reading of the written file both work on these codes; no Python object is made per cell.
+
+The cells are exactly those :func:`core.textcsv.read_text_columns` reads (the reference
+reader): pyarrow splits the file with quoting *off*, and a file in which any value holds a
+quote character or a NUL byte, or whose rows pyarrow cannot split into the header's width, is
+read again by the reference reader, which either reads it (the same cells) or refuses it with
+its own message. Without a quote character a CSV line is split on the delimiter alone, so the
+two readers cannot disagree on a file pyarrow accepts. Writing is the mirror image: a column
+set whose texts hold no delimiter, quote or line break is written unquoted by pyarrow, which is
+the text :func:`core.textcsv.write_text_columns` writes; any other is written by that function.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from privgate.core.encoding import factorize
+from privgate.core.textcsv import read_text_columns, write_text_columns
+
+__all__ = ["TextCodes", "read_coded_csv", "write_coded_csv"]
+
+#: Bytes pyarrow reads per block (memory held as text at once, per block).
+BLOCK_BYTES = 16 << 20
+#: Rows written per pyarrow batch (memory held as text at once when writing).
+WRITE_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class TextCodes:
+    """One text column as codes into its sorted distinct texts.
+
+    Attributes
+    ----------
+    codes : ndarray of int32, shape (n_rows,)
+        ``values[codes[i]]`` is row ``i``'s text; ``-1`` is a missing cell.
+    values : ndarray of object
+        The distinct present texts, sorted as :func:`privgate.core.encoding.factorize` sorts
+        them, so ``(codes, values)`` is what ``factorize`` returns for the text column.
+    """
+
+    codes: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @classmethod
+    def from_text(cls, cells: object) -> TextCodes:
+        """Codes of a column of ``str``/``None`` cells (the reference reader's form)."""
+        codes, values = factorize(cells)
+        return cls(codes.astype(np.int32, copy=False), values)
+
+    def text(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The cells (``str`` or ``None``) as an object array, of ``rows`` only if given."""
+        codes = self.codes if rows is None else self.codes[rows]
+        lookup = np.empty(len(self.values) + 1, dtype=object)
+        lookup[: len(self.values)] = self.values
+        lookup[-1] = None
+        return lookup[codes]
+
+    def tolist(self) -> list:
+        return self.text().tolist()
+
+    def take(self, rows: np.ndarray) -> TextCodes:
+        """The same column restricted to (and ordered as) ``rows``."""
+        return TextCodes(self.codes[rows], self.values)
+
+
+def _sorted_codes(local: np.ndarray, texts: list[str]) -> TextCodes:
+    """Re-code ``local`` (codes into ``texts``, ``-1`` missing) into sorted ``texts``."""
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    rank = np.empty(len(texts) + 1, dtype=np.int32)
+    rank[order] = np.arange(len(texts), dtype=np.int32)
+    rank[-1] = -1
+    values = np.empty(len(texts), dtype=object)
+    values[:] = [texts[i] for i in order]
+    return TextCodes(rank[local], values)
+
+
+def _header(path: Path, delimiter: str, codec: str, header: bool) -> list[str] | None:
+    """The column names from the first record, or ``None`` when pyarrow should not read the
+    file (it needs the reference reader's checks or messages)."""
+    try:
+        with open(path, encoding=codec, newline="") as fh:
+            reader = csv.reader(fh, delimiter=delimiter, strict=True)
+            first = next(reader, None)
+            if first is None or reader.line_num != 1:
+                return None
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    names = (
+        [name.strip() for name in first]
+        if header
+        else [f"column_{i}" for i in range(1, len(first) + 1)]
+    )
+    if len(names) < 2 or any(not n for n in names) or len(set(names)) != len(names):
+        return None  # one column (a blank line is a row of it), or a bad header
+    return names
+
+
+def _has_bom(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(3) == b"\xef\xbb\xbf"
+
+
+def _read_arrow(
+    path: Path, names: list[str], delimiter: str, encoding: str, header: bool, markers: set
+) -> dict[str, TextCodes] | None:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    text_type = pa.dictionary(pa.int32(), pa.string())
+    reader = pcsv.open_csv(
+        path,
+        read_options=pcsv.ReadOptions(
+            column_names=[f"c{j}" for j in range(len(names))],
+            skip_rows=1 if header else 0,
+            block_size=BLOCK_BYTES,
+            encoding=encoding,
+        ),
+        parse_options=pcsv.ParseOptions(
+            delimiter=delimiter, quote_char=False, escape_char=False, ignore_empty_lines=False
+        ),
+        convert_options=pcsv.ConvertOptions(
+            column_types={f"c{j}": text_type for j in range(len(names))},
+            null_values=sorted(markers),
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=True,
+        ),
+    )
+    found: list[dict[str, int]] = [{} for _ in names]
+    parts: list[list[np.ndarray]] = [[] for _ in names]
+    for batch in reader:
+        blank = np.ones(batch.num_rows, dtype=bool)  # rows whose every cell is empty
+        for j in range(len(names)):
+            array = batch.column(j)
+            seen = found[j]
+            texts = array.dictionary.to_pylist()
+            lut = np.fromiter((seen.setdefault(t, len(seen)) for t in texts), np.int32, len(texts))
+            lut = np.append(lut, np.int32(-1))
+            local = array.indices.fill_null(len(texts)) if array.null_count else array.indices
+            local = local.to_numpy(zero_copy_only=False)
+            empty = local == len(texts)
+            if "" in texts:
+                empty |= local == texts.index("")
+            blank &= empty
+            parts[j].append(lut[local])
+        if blank.any():
+            # pyarrow reads a blank line as a row of empty cells, the reference reader refuses
+            # it (or drops it at the end of the file): let the reference reader decide.
+            return None
+    columns = {}
+    for j, name in enumerate(names):
+        texts = list(found[j])
+        if any('"' in t or "\x00" in t for t in texts):
+            return None  # quoting or NUL bytes: only the reference reader reads them right
+        local = np.concatenate(parts[j]) if parts[j] else np.zeros(0, dtype=np.int32)
+        parts[j] = []
+        columns[name] = _sorted_codes(local, texts)
+    return columns
+
+
+def read_coded_csv(
+    path: str | Path,
+    delimiter: str = ",",
+    encoding: str = "utf-8",
+    header: bool = True,
+    missing: Iterable[str] = ("",),
+) -> dict[str, TextCodes]:
+    """Read a CSV file into ``{column: TextCodes}``: the cells
+    :func:`privgate.core.textcsv.read_text_columns` reads, as codes.
+
+    Same parameters and errors as ``read_text_columns``; a file pyarrow cannot read quote-free
+    is read by it (see the module docstring).
+    """
+    path = Path(path)
+    markers = set(missing)
+    codec = "utf-8-sig" if encoding.lower().replace("_", "-") == "utf-8" else encoding
+    names = _header(path, delimiter, codec, header)
+    columns = None
+    if names is not None and delimiter != '"' and (header or not _has_bom(path)):
+        arrow_codec = "utf8" if codec == "utf-8-sig" else codec  # the BOM is on the header line
+        try:
+            columns = _read_arrow(path, names, delimiter, arrow_codec, header, markers)
+        except Exception:  # pyarrow refused the file: the reference reader says why
+            columns = None
+    if columns is None:
+        text = read_text_columns(path, delimiter, encoding, header, markers)
+        columns = {name: TextCodes.from_text(cells) for name, cells in text.items()}
+    return columns
+
+
+def _needs_quotes(text: str, delimiter: str) -> bool:
+    return any(ch in text for ch in (delimiter, '"', "\n", "\r")) or text == ""
+
+
+def write_coded_csv(
+    path: str | Path,
+    columns: Mapping[str, TextCodes],
+    rows: np.ndarray | None = None,
+    delimiter: str = ",",
+) -> None:
+    """Write ``{column: TextCodes}`` (``rows`` of them, in that order, if given) as CSV with a
+    header, a missing cell as an empty one: the bytes
+    :func:`privgate.core.textcsv.write_text_columns` writes for the same cells.
+    """
+    names = list(columns)
+    texts = [*names, *(t for c in columns.values() for t in c.values.tolist())]
+    if not names or any(_needs_quotes(str(t), delimiter) for t in texts):
+        cells = {name: column.text(rows) for name, column in columns.items()}
+        write_text_columns(path, cells, delimiter)
+        return
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    n = len(next(iter(columns.values()))) if rows is None else len(rows)
+    dictionaries = {name: pa.array(c.values.tolist(), pa.string()) for name, c in columns.items()}
+    schema = pa.schema([(name, pa.string()) for name in names])
+    # pyarrow quotes the header whatever the style: the header line is written here.
+    options = pcsv.WriteOptions(delimiter=delimiter, quoting_style="none", include_header=False)
+    with open(path, "wb") as fh, pcsv.CSVWriter(fh, schema, write_options=options) as writer:
+        fh.write((delimiter.join(names) + "\n").encode("utf-8"))
+        for start in range(0, n, WRITE_ROWS):
+            stop = min(n, start + WRITE_ROWS)
+            arrays = []
+            for name, column in columns.items():
+                codes = column.codes[start:stop] if rows is None else column.codes[rows[start:stop]]
+                indices = pa.array(codes, pa.int32(), mask=codes < 0)
+                arrays.append(dictionaries[name].take(indices))
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
