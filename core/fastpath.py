@@ -3,44 +3,41 @@
 The release flow (ingest, pandera validation, Prefect tasks, atomic publish with a manifest) is
 what a data owner schedules. This path is for quick, interactive work on a CSV file, such as
 trying a k or comparing algorithms: it runs the same search setup, algorithm contract and gate
-without Prefect, pandera or pandas, so a whole process on Adult takes well under a second. It
+without Prefect or pandera, so a whole process on Adult takes well under a second. It
 checks less at ingest (declared columns present, no undeclared ones; values are checked by the
 hierarchies) and it never publishes: the output file appears only once the gate has passed on
 it.
+
+It runs on the engine's columnar path (issue 18): the CSV is read as dictionary codes
+(:func:`privgate.core.columnar.read_coded_csv`), searched, generalized and written from codes
+by the Dask path's own steps (:func:`privgate.core.scale.anonymize_codes`), and the gate
+re-reads the written file as codes too, independently of the search's in-memory result.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections import Counter
 from pathlib import Path
 
-import numpy as np
-
-from privgate.core.anonymize import (
-    SearchInput,
-    full_domain_setup,
-    make_algorithm,
-    release_columns,
-)
+from privgate.core.anonymize import full_domain_setup
+from privgate.core.columnar import TextCodes, read_coded_csv, write_coded_csv
 from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
 from privgate.core.policy import ReleasePolicy
-from privgate.core.privacy import TCloseness
-from privgate.core.textcsv import read_text_columns, write_text_columns
+from privgate.core.scale import anonymize_codes, frequency_set_from_codes, reference_from_codes
 
 __all__ = ["anonymize_csv"]
 
 
-def _read(policy: ReleasePolicy) -> dict[str, np.ndarray]:
+def _read(policy: ReleasePolicy) -> dict[str, TextCodes]:
     spec = policy.input
     if spec.format != "csv":
         raise IngestError(
             f"input.format is {spec.format!r}: `privgate anonymize` reads CSV only; use "
             "`privgate run` for other formats"
         )
-    columns = read_text_columns(
+    columns = read_coded_csv(
         spec.path, spec.delimiter, spec.encoding, spec.header, spec.missing_values
     )
     missing = [c for c in policy.columns if c not in columns]
@@ -55,16 +52,6 @@ def _read(policy: ReleasePolicy) -> dict[str, np.ndarray]:
     if not len(next(iter(columns.values()))):
         raise IngestError(f"{spec.path}: no data rows (only a header)")
     return columns
-
-
-def _t_reference(columns: dict[str, np.ndarray], models) -> dict[str, dict] | None:
-    """t-closeness' reference: the input's count of each value of every t-closeness column,
-    as the text the release carries (one definition with the search, see
-    :func:`privgate.core.gate.sensitive_reference`); ``None`` without t-closeness."""
-    names = sorted({m.column for m in models if isinstance(m, TCloseness)})
-    if not names:
-        return None
-    return {name: dict(Counter(columns[name].tolist())) for name in names}
 
 
 def anonymize_csv(
@@ -100,25 +87,28 @@ def anonymize_csv(
     timings: dict[str, float] = {}
     started = time.perf_counter()
     columns = _read(policy)
+    n_rows = len(next(iter(columns.values())))
     timings["read"] = time.perf_counter() - started
 
     mark = time.perf_counter()
-    data = SearchInput.prepare(columns, setup)
-    freq = data.frequency_set
+    setup.check_feasible(n_rows)
+    freq = frequency_set_from_codes(columns, setup)
+    reference = reference_from_codes(columns, setup)
     timings["encode"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    result = make_algorithm(setup).anonymize(data)
+    release = anonymize_codes(columns, setup, shuffle_seed, freq)
+    del columns  # the input's codes: the release holds what it needs
+    facts = (release.algorithm, release.plan.levels, release.details)
     timings["search"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    release = release_columns(columns, result, setup.released_columns)
-    order = np.random.default_rng(shuffle_seed).permutation(result.n_released)
-    release = {name: values[order] for name, values in release.items()}
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    write_text_columns(staging, release)
+    write_coded_csv(staging, release.columns)
+    n_released = len(next(iter(release.columns.values())))
+    del release  # the gate re-reads the written file, nothing of the search's result
     timings["write"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
@@ -126,21 +116,22 @@ def anonymize_csv(
         staging,
         list(setup.quasi_identifiers),
         list(setup.models),
-        reference=_t_reference(columns, setup.models),
-        **setup.gate_limits(data.n_rows),
+        reference=reference,
+        **setup.gate_limits(n_rows),
     )
     timings["verify"] = time.perf_counter() - mark
     if not decision.passed:
         staging.unlink(missing_ok=True)
         raise GateBlockedError(f"gate blocked {output}: {decision.summary}", decision)
     os.replace(staging, output)
+    algorithm, levels, details = facts
     summary = {
-        "algorithm": result.algorithm,
-        "levels": result.levels,
-        "input_rows": data.n_rows,
+        "algorithm": algorithm,
+        "levels": levels,
+        "input_rows": n_rows,
         "distinct_tuples": int(len(freq.counts)),
-        "suppressed": result.n_suppressed,
-        **{f"search_{key}": value for key, value in result.details.items()},
+        "suppressed": n_rows - n_released,
+        **{f"search_{key}": value for key, value in details.items()},
         "seconds": {key: round(value, 4) for key, value in timings.items()},
     }
     return decision, summary

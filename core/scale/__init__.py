@@ -1,4 +1,4 @@
-"""privgate on tables larger than one machine's memory, on dask.
+"""privgate on tables larger than one machine's memory, on dask, and on codes in one process.
 
 The table is never held whole: it is read in blocks (:func:`read_input`), each block is
 summarized by its distinct (QI, sensitive) tuples with counts, and the summaries are summed
@@ -8,52 +8,90 @@ summarized by its distinct (QI, sensitive) tuples with counts, and the summaries
 block (:func:`verify_parquet_release`) with the gate's own checks. :func:`anonymize_dask` runs
 it end to end on the active dask scheduler; the same releases as the pandas path, up to row
 order.
+
+A table held whole as dictionary codes (``privgate anonymize``) takes the same steps in one
+process (:func:`anonymize_codes`: :func:`histogram_from_codes`, the same frequency set and
+plan, :func:`generalize_codes`). The dask-bound names are imported on first use, so that
+path starts without importing dask.
 """
+
+from importlib import import_module
 
 from privgate.core.scale._apply import (
     GeneralizationPlan,
+    generalize_codes,
     generalize_frame,
     generalize_partition,
     plan_generalization,
 )
-from privgate.core.scale._dictionary import frequency_set_from_histogram
-from privgate.core.scale._frequency import frequency_set_of, histogram_of, read_input
-from privgate.core.scale._histogram import PartialHistogram, merge_histograms, partition_histogram
-from privgate.core.scale._pipeline import (
-    ScaleRun,
-    anonymize_dask,
-    frequency_stage,
-    publish_stage,
-    reference_stage,
-    scale_setup,
-    search_stage,
-    verify_stage,
-    write_stage,
+from privgate.core.scale._columnar import (
+    CodedRelease,
+    anonymize_codes,
+    frequency_set_from_codes,
+    reference_from_codes,
 )
-from privgate.core.scale._verify import (
-    class_stats_from_histogram,
-    reference_from_histogram,
-    verify_parquet_release,
+from privgate.core.scale._dictionary import frequency_set_from_histogram
+from privgate.core.scale._histogram import (
+    PartialHistogram,
+    histogram_from_codes,
+    merge_histograms,
+    partition_histogram,
 )
 
+#: Names whose modules import dask, by module (loaded by :func:`__getattr__` on first use).
+_DASK_BOUND = {
+    "privgate.core.scale._frequency": ("frequency_set_of", "histogram_of", "read_input"),
+    "privgate.core.scale._pipeline": (
+        "ScaleRun",
+        "anonymize_dask",
+        "frequency_stage",
+        "publish_stage",
+        "reference_stage",
+        "scale_setup",
+        "search_stage",
+        "verify_stage",
+        "write_stage",
+    ),
+    "privgate.core.scale._verify": (
+        "class_stats_from_histogram",
+        "reference_from_histogram",
+        "verify_parquet_release",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _DASK_BOUND.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    if name in _MODULE_OF:
+        value = getattr(import_module(_MODULE_OF[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "CodedRelease",
     "GeneralizationPlan",
     "PartialHistogram",
     "ScaleRun",
+    "anonymize_codes",
     "anonymize_dask",
     "class_stats_from_histogram",
+    "frequency_set_from_codes",
     "frequency_set_from_histogram",
     "frequency_set_of",
     "frequency_stage",
+    "generalize_codes",
     "generalize_frame",
     "generalize_partition",
+    "histogram_from_codes",
     "histogram_of",
     "merge_histograms",
     "partition_histogram",
     "plan_generalization",
     "publish_stage",
     "read_input",
-    "reference_from_histogram",
+    "reference_from_codes",
     "reference_stage",
     "scale_setup",
     "search_stage",

@@ -22,7 +22,13 @@ from privgate.core.exceptions import HierarchyError
 from privgate.core.privacy import PrivacyModel
 from privgate.core.scale._dictionary import DICTIONARIES
 
-__all__ = ["GeneralizationPlan", "generalize_frame", "generalize_partition", "plan_generalization"]
+__all__ = [
+    "GeneralizationPlan",
+    "generalize_codes",
+    "generalize_frame",
+    "generalize_partition",
+    "plan_generalization",
+]
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,31 @@ def _global_codes(series: pd.Series, values: np.ndarray, name: str) -> np.ndarra
     return lut[local]
 
 
+def generalize_codes(
+    codes: Sequence[np.ndarray], plan: GeneralizationPlan
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The kept rows and every row's generalized QI codes, from level-0 codes.
+
+    ``codes[j]`` indexes QI ``j``'s global dictionary ``plan.values[j]``. Returns the indices of
+    the rows whose class the plan keeps (in row order) and, per QI, each row's code into
+    ``plan.labels[j]``. One pass of integer arithmetic; no text is looked at.
+    """
+    n = len(codes[0]) if len(codes) else 0
+    key = np.zeros(n, dtype=np.int64)
+    generalized = []
+    for level_codes, column, radix in zip(plan.level_codes, codes, plan.radices, strict=True):
+        level = level_codes[column]
+        generalized.append(level)
+        key *= radix
+        key += level
+    keep = np.ones(n, dtype=bool)
+    if len(plan.failing_keys):
+        at = np.searchsorted(plan.failing_keys, key)
+        at[at == len(plan.failing_keys)] = 0
+        keep = plan.failing_keys[at] != key
+    return np.flatnonzero(keep), generalized
+
+
 def generalize_partition(
     frame: pd.DataFrame, plan: GeneralizationPlan, shuffle_seed: int | None = None
 ) -> pd.DataFrame:
@@ -139,21 +170,11 @@ def generalize_partition(
     ``shuffle_seed`` permutes the partition's kept rows (seeded; the caller varies it per
     partition) so that their order within the partition reveals nothing.
     """
-    key = np.zeros(len(frame), dtype=np.int64)
-    generalized = []
-    for name, values, codes, radix in zip(
-        plan.quasi_identifiers, plan.values, plan.level_codes, plan.radices, strict=True
-    ):
-        level = codes[_global_codes(frame[name], values, name)]
-        generalized.append(level)
-        key *= radix
-        key += level
-    keep = np.ones(len(frame), dtype=bool)
-    if len(plan.failing_keys):
-        at = np.searchsorted(plan.failing_keys, key)
-        at[at == len(plan.failing_keys)] = 0
-        keep = plan.failing_keys[at] != key
-    rows = np.flatnonzero(keep)
+    codes = [
+        _global_codes(frame[name], values, name)
+        for name, values in zip(plan.quasi_identifiers, plan.values, strict=True)
+    ]
+    rows, generalized = generalize_codes(codes, plan)
     if shuffle_seed is not None:
         rows = rows[np.random.default_rng(shuffle_seed).permutation(len(rows))]
     by_name = dict(zip(plan.quasi_identifiers, range(len(generalized)), strict=True))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["PartialHistogram", "merge_histograms", "partition_histogram"]
+__all__ = ["PartialHistogram", "histogram_from_codes", "merge_histograms", "partition_histogram"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,39 @@ def partition_histogram(
     )
     tuples, counts = _group(matrix, [len(v) for v in values], None)
     return _normalize(tuple(columns), values, tuples, counts)
+
+
+def histogram_from_codes(
+    columns: Sequence[str], values: Sequence[np.ndarray], codes: Sequence[np.ndarray]
+) -> PartialHistogram:
+    """The histogram of a whole table already held as dictionary codes.
+
+    ``codes[j]`` indexes ``values[j]`` (sorted distinct present values, each used), ``-1`` for
+    a missing cell: the form :class:`privgate.core.columnar.TextCodes` holds. The rows are
+    keyed column by column, so no (rows x columns) matrix is built.
+    """
+    sizes = [len(v) for v in values]
+    n = len(codes[0]) if len(codes) else 0
+    radices = [s + 1 for s in sizes]
+    if not len(codes) or float(np.prod(radices, dtype=float)) >= 2.0**62:
+        matrix = np.column_stack(codes) if len(codes) else np.empty((n, 0), np.int32)
+        tuples, counts = _group(matrix.astype(np.int32, copy=False), sizes, None)
+    else:
+        key = np.zeros(n, dtype=np.int64)
+        for column, radix in zip(codes, radices, strict=True):
+            key *= radix
+            key += column
+            key += 1
+        inverse, uniques = pd.factorize(key)
+        tuples = np.empty((len(uniques), len(codes)), dtype=np.int32)
+        rest = np.asarray(uniques, dtype=np.int64)
+        for j in range(len(codes) - 1, -1, -1):
+            tuples[:, j] = rest % radices[j] - 1
+            rest //= radices[j]
+        counts = np.bincount(inverse, minlength=len(uniques)).astype(np.int64)
+    return PartialHistogram(
+        tuple(columns), tuple(np.asarray(v, dtype=object) for v in values), tuples, counts
+    )
 
 
 def _normalize(
