@@ -13,6 +13,11 @@ Paths measured (policy ``policies/adult.yaml``: 8 QIs, k=5, 2% suppression, opti
 * ``dask-threads``: :func:`core.scale.anonymize_dask` on dask's threaded scheduler (2 threads).
 * ``dask-cluster``: the same on a ``distributed.LocalCluster`` of 2 single-threaded worker
   processes (cluster start-up reported separately, not in the total).
+* ``cli-anonymize``: the command a user types, ``privgate anonymize POLICY --input FILE
+  --output FILE.csv``, as its own process (imports included; total = the process's wall time,
+  phases from its ``seconds:`` line).
+* ``cli-anonymize-baseline``: the same command from another checkout (``--baseline DIR``, e.g.
+  a worktree of the commit before a change), run side by side with the same tables.
 
 Usage (from the repository root)::
 
@@ -42,9 +47,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 BENCHMARKS_MD = ROOT / "benchmarks" / "BENCHMARKS.md"
 SECTION_HEADING = "## Tables larger than memory: pandas path vs dask path (issue 9)"
+#: The section of a run measuring the command-line paths only (issue 18).
+CLI_SECTION_HEADING = "## `privgate anonymize` at scale: columnar vs row engine (issue 18)"
 MAKER = ROOT.parent / "shared" / "tools" / "make_scaled_adult.py"
 POLICY = ROOT / "policies" / "adult.yaml"
-PATHS = ("pandas", "dask-threads", "dask-cluster")
+PATHS = ("pandas", "dask-threads", "dask-cluster", "cli-anonymize", "cli-anonymize-baseline")
+CLI_PATHS = ("cli-anonymize", "cli-anonymize-baseline")
 DEFAULT_ROWS = (30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000)
 PANDAS_MAX_ROWS = 3_000_000
 
@@ -174,15 +182,71 @@ def _tree_rss(proc) -> int:
     return total
 
 
-def measure(kind: str, data: Path, blocksize: str) -> dict:
+def _cli_command(kind: str, data: Path, out: str, baseline: Path | None) -> tuple[list, dict]:
+    """The ``privgate anonymize`` process and its environment (the baseline's package first
+    on the path: a folder whose ``privgate`` is the baseline checkout)."""
+    env = dict(os.environ)
+    if kind == "cli-anonymize-baseline":
+        if baseline is None:
+            raise SystemExit("cli-anonymize-baseline needs --baseline DIR (another checkout)")
+        shim = Path(tempfile.mkdtemp(prefix="privgate-baseline-"))
+        (shim / "privgate").symlink_to(baseline.resolve())
+        env["PYTHONPATH"] = str(shim)
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from privgate.flows.cli import main; sys.exit(main())",
+        "anonymize",
+        str(POLICY),
+        "--input",
+        str(data),
+        "--output",
+        str(Path(out) / "release.csv"),
+    ]
+    return cmd, env
+
+
+def _cli_report(stdout: str, started: float, ended: float) -> dict:
+    """Phases and facts from ``privgate anonymize``'s output."""
+    import re
+
+    lines = stdout.strip().splitlines()
+    seconds = next(x for x in lines if x.startswith("seconds: "))[len("seconds: ") :]
+    stamps, at = [], ended
+    phases = [(k, float(v)) for k, v in (item.rsplit(" ", 1) for item in seconds.split(", "))]
+    for name, value in reversed(phases):
+        stamps.append((name, at - value, at))
+        at -= value
+    stamps.append(("start-up (imports, policy)", started, at))
+    stamps.reverse()
+    levels_line = next(x for x in lines if " levels {" in x)
+    match = re.search(r"levels (\{.*\}), (\d+) of (\d+) records suppressed", levels_line)
+    import ast
+
+    facts = {
+        "levels": ast.literal_eval(match.group(1)),
+        "suppressed": int(match.group(2)),
+        "passed": any(x.startswith("gate: PASSED") for x in lines),
+        "distinct": None,
+    }
+    return {"stamps": stamps, "facts": facts}
+
+
+def measure(kind: str, data: Path, blocksize: str, baseline: Path | None = None) -> dict:
     import psutil
 
     out = tempfile.mkdtemp(prefix="privgate-scale-bench-")
     shutil.rmtree(out)
-    cmd = [sys.executable, __file__, "--child", kind, str(data), out, "--blocksize", blocksize]
+    env = None
+    if kind in CLI_PATHS:
+        Path(out).mkdir()
+        cmd, env = _cli_command(kind, data, out, baseline)
+    else:
+        cmd = [sys.executable, __file__, "--child", kind, str(data), out, "--blocksize", blocksize]
+    started = time.time()
     samples: list[tuple[float, int]] = []
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env
     )
     ps = psutil.Process(proc.pid)
     done = threading.Event()
@@ -195,13 +259,17 @@ def measure(kind: str, data: Path, blocksize: str) -> dict:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     stdout, stderr = proc.communicate()
+    ended = time.time()
     done.set()
     sampler.join()
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(out + ".staging", ignore_errors=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{kind} on {data} failed:\n{stderr[-3000:]}")
-    report = json.loads(stdout.strip().splitlines()[-1])
+    if kind in CLI_PATHS:
+        report = _cli_report(stdout, started, ended)
+    else:
+        report = json.loads(stdout.strip().splitlines()[-1])
     phases = {}
     for name, start, end in report["stamps"]:
         inside = [m for t, m in samples if start <= t <= end] or [0]
@@ -251,8 +319,10 @@ def _total(r: dict) -> float:
     return sum(v["seconds"] for k, v in r["phases"].items() if k != "cluster start")
 
 
-def section(results: dict, rows_list, argv_text: str, before, after, blocksize: str) -> str:
-    lines = [SECTION_HEADING, ""]
+def section(
+    results: dict, rows_list, argv_text: str, before, after, blocksize: str, heading: str
+) -> str:
+    lines = [heading, ""]
     lines.append(f"Command (from the repository root): `{argv_text}`")
     lines.append("")
     lines.append(f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
@@ -284,13 +354,21 @@ def section(results: dict, rows_list, argv_text: str, before, after, blocksize: 
             def s(name, p=p):
                 return f"{p[name]['seconds']:.2f}" if name in p else ""
 
-            gen = s("generalize") or f"{s('generalize + write')} (+write)"
+            gen = s("generalize") or (
+                f"{s('generalize + write')} (+write)" if "generalize + write" in p else "(search)"
+            )
             write = s("write") or "(fused)"
             start = p.get("cluster start")
             kind_text = kind + (f" (start {start['seconds']:.1f} s)" if start else "")
             levels = "/".join(str(v) for v in r["levels"].values())
+            ingest = s("ingest") or (
+                f"{p['read']['seconds'] + p.get('encode', {'seconds': 0})['seconds']:.2f}"
+                if "read" in p
+                else ""
+            )
+            distinct = f"{r['distinct']:,}" if r.get("distinct") else ""
             lines.append(
-                f"| {rows:,} | {kind_text} | {r['distinct']:,} | {s('ingest')} | {s('search')} | "
+                f"| {rows:,} | {kind_text} | {distinct} | {ingest} | {s('search')} | "
                 f"{gen} | {write} | {s('verify')} | {_total(r):.2f} | "
                 f"{_total(r) / rows * 1e6:.2f} | {r['peak_gib']:.2f} | {levels} | "
                 f"{r['suppressed']:,} | {'PASSED' if r['passed'] else 'BLOCKED'} |"
@@ -340,9 +418,9 @@ def reading(results: dict, rows_list) -> list[str]:
     return out
 
 
-def upsert_section(path: Path, text: str) -> None:
+def upsert_section(path: Path, text: str, heading: str = SECTION_HEADING) -> None:
     """Replace this benchmark's section of ``path`` (or append it); keep every other one."""
-    _upsert(path, SECTION_HEADING, text)
+    _upsert(path, heading, text)
 
 
 def main(argv=None) -> int:
@@ -356,8 +434,17 @@ def main(argv=None) -> int:
         default=PANDAS_MAX_ROWS,
         help="skip the pandas path above this many rows",
     )
+    ap.add_argument(
+        "--baseline-max-rows",
+        type=int,
+        default=5_000_000,
+        help="skip the baseline command above this many rows (it held 8.2 GiB at 5M)",
+    )
     ap.add_argument("--data-dir", type=Path, default=Path("/tmp/privgate-scale-data"))
     ap.add_argument("--blocksize", default="64MB")
+    ap.add_argument(
+        "--baseline", type=Path, help="another checkout, for the cli-anonymize-baseline path"
+    )
     ap.add_argument("--write", action="store_true", help=f"update {BENCHMARKS_MD.name}")
     a = ap.parse_args(argv)
     if a.child:
@@ -370,7 +457,9 @@ def main(argv=None) -> int:
         for kind in a.paths:
             if kind == "pandas" and rows > a.pandas_max_rows:
                 continue
-            r = measure(kind, data, a.blocksize)
+            if kind == "cli-anonymize-baseline" and rows > a.baseline_max_rows:
+                continue
+            r = measure(kind, data, a.blocksize, a.baseline)
             results[(rows, kind)] = r
             print(
                 f"{rows:>10,} {kind:<13} total {_total(r):7.2f} s  peak {r['peak_gib']:.2f} "
@@ -378,6 +467,7 @@ def main(argv=None) -> int:
                 flush=True,
             )
     after = os.getloadavg()
+    heading = CLI_SECTION_HEADING if set(a.paths) <= set(CLI_PATHS) else SECTION_HEADING
     text = section(
         results,
         a.rows,
@@ -386,10 +476,11 @@ def main(argv=None) -> int:
         before,
         after,
         a.blocksize,
+        heading,
     )
     print(text)
     if a.write:
-        upsert_section(BENCHMARKS_MD, text)
+        upsert_section(BENCHMARKS_MD, text, heading)
     return 0
 
 
