@@ -8,11 +8,12 @@ re-reading of the written file both work on these codes; no Python object is mad
 
 The cells are exactly those :func:`core.textcsv.read_text_columns` reads (the reference
 reader): pyarrow splits the file with quoting *off*, and a file in which any value holds a
-quote character or a NUL byte, or whose rows pyarrow cannot split into the header's width, is
-read again by the reference reader, which either reads it (the same cells) or refuses it with
-its own message. Without a quote character a CSV line is split on the delimiter alone, so the
-two readers cannot disagree on a file pyarrow accepts. Writing is the mirror image: a column
-set whose texts hold no delimiter, quote or line break is written unquoted by pyarrow, which is
+quote character, a NUL byte or more characters than the ``csv`` module's field limit, or has
+a blank line, or whose rows pyarrow cannot split into the header's width, is read again by
+the reference reader, which either reads it (the same cells) or refuses it with its own
+message. Without a quote character a CSV line is split on the delimiter alone, so the two
+readers cannot disagree on a file pyarrow accepts. Writing is the mirror image: a column set
+whose texts hold no delimiter, quote or line break is written unquoted by pyarrow, which is
 the text :func:`core.textcsv.write_text_columns` writes; any other is written by that function.
 """
 
@@ -163,8 +164,9 @@ def _read_arrow(
     columns = {}
     for j, name in enumerate(names):
         texts = list(found[j])
-        if any('"' in t or "\x00" in t for t in texts):
-            return None  # quoting or NUL bytes: only the reference reader reads them right
+        limit = csv.field_size_limit()
+        if any('"' in t or "\x00" in t or len(t) > limit for t in texts):
+            return None  # quoting, NUL bytes, a cell over the csv module's limit: its call
         local = np.concatenate(parts[j]) if parts[j] else np.zeros(0, dtype=np.int32)
         parts[j] = []
         columns[name] = _sorted_codes(local, texts)

@@ -38,6 +38,7 @@ EDGE_FILES = {
     "duplicate_header": "a,a\n1,2\n",
     "leading_zeros": "zip,n\n02139,007\n2139,7\n",
     "no_final_newline": "a,b\n1,2",
+    "cell_over_the_csv_field_limit": "a,b\n" + "x" * 131_073 + ",2\n",
 }
 
 
