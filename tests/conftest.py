@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import pytest
 from adult_reference import ADULT_POLICY
 from bad_input_corpus import GOOD_ROWS, POLICY_YAML, Case, csv_text
+from threadpoolctl import threadpool_limits
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,6 +40,16 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", tempfile.mkdtemp(prefix="privgate-results-"))
+
+# One BLAS/OpenMP thread per test process. `make test` runs two pytest-xdist workers on this
+# 2-core machine: OpenBLAS's default of one thread per core gives four threads on two cores, and
+# its waiting threads spin. The tests' matrices are small, so extra threads buy nothing and cost a
+# lot: one FELP fit took 72 ms with OpenBLAS's two threads and 5 ms with one at a load average of
+# 14 (`tests/core/dp/test_felp.py`). The variables reach child processes and libraries loaded
+# later; threadpoolctl limits the ones already loaded. Results do not depend on it.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+threadpool_limits(limits=1)
 
 
 @pytest.fixture(scope="session")
