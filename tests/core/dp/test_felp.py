@@ -214,13 +214,44 @@ def _first_weight(data) -> float:
     return float(result.weights[0])
 
 
+def _fit_once_per_input(monkeypatch) -> dict:
+    """Make FELP's learner fit each distinct margin matrix once and reuse the weights.
+
+    The audit runs ``felp_select`` end to end 12,000 times (scaling, the seeded subset, margins,
+    the projection, the sensitivity and the charged OpenDP Laplace draw). With one subset of
+    all records and a fixed ``random_state`` everything before the draw is a deterministic
+    function of the input, so the released output is fixed weights plus fresh OpenDP noise;
+    only the L-BFGS-B fit is costly. The first call per input fits for real, and a second real
+    fit must give the identical weights (what makes reusing them exact); later calls get them
+    back. The noise is drawn by the real mechanism on every call.
+    """
+    fitted: dict = {}
+    real = felp_module.local_learning_weights
+
+    def memoized(Z: np.ndarray, lam: float) -> np.ndarray:
+        key = (Z.shape, Z.tobytes(), lam)
+        if key not in fitted:
+            weights = real(Z, lam)
+            np.testing.assert_array_equal(real(Z, lam), weights)  # deterministic: exact reuse
+            fitted[key] = weights
+        return fitted[key].copy()
+
+    monkeypatch.setattr(felp_module, "local_learning_weights", memoized)
+    return fitted
+
+
 @pytest.mark.slow
 def test_felp_holds_its_epsilon_and_the_audit_refutes_the_per_record_calibration(monkeypatch):
     """The harness on FELP: the proven calibration passes; the old ``2 / (n lam)`` (per-record
-    margins, which one added nearest miss breaks) is planted and refuted."""
+    margins, which one added nearest miss breaks) is planted and refuted.
+
+    Each trial is a whole ``felp_select`` with fresh OpenDP noise; the deterministic fit is
+    computed once per input (:func:`_fit_once_per_input`)."""
+    fitted = _fit_once_per_input(monkeypatch)
     d_, d_prime = _neighbours()
     honest = audit_epsilon(_first_weight, d_, d_prime, trials=3_000, claimed_epsilon=1.0)
     assert not honest.violated, honest
+    assert len(fitted) == 2  # one fit per input: D and D' (the neighbour's margins differ)
     monkeypatch.setattr(felp_module, "felp_sensitivity", lambda d, lam: 2.0 / (N_AUDIT * lam))
     buggy = audit_epsilon(_first_weight, d_, d_prime, trials=3_000, claimed_epsilon=1.0)
     assert buggy.violated, buggy
