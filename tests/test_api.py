@@ -63,6 +63,7 @@ def test_a_table_that_is_not_k_anonymous_is_a_decision_not_an_error(adult) -> No
     assert any("5-anonymity not met" in reason for reason in decision.reasons)
 
 
+@pytest.mark.slow  # a child Python process importing the engine: ~10 s under load
 def test_the_api_runs_without_prefect(adult) -> None:
     """In a fresh interpreter: anonymize Adult through the API; Prefect is never imported."""
     code = "\n".join(

@@ -218,6 +218,7 @@ def _published(counts: list[int]) -> list[str]:
     return [str(max(c, 0)) for c in counts]
 
 
+@pytest.mark.slow  # a DP release on Adult, a lost draw and the gate: 17 s under load
 def test_gate_passes_a_journaled_release_even_after_a_lost_draw(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     _crash(ledger, "before-journal")

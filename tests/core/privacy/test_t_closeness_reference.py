@@ -40,6 +40,7 @@ def test_reference_names_values_as_the_written_release_does() -> None:
     assert reference == {"n": {"1": 1, "2": 2, None: 1}, "t": {"a,b": 1, "c": 3}}
 
 
+@pytest.mark.slow  # a whole-Adult search under hierarchical t-closeness: 10 s under load
 def test_arx_hierarchical_t_closeness_case_publishes(shared_data) -> None:
     """ARX's test case: hierarchical 0.2-closeness on occupation, k = 5, 5 % suppression, all
     other Adult columns quasi-identifiers, non-uniform entropy. The search finds ARX's node

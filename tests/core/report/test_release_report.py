@@ -135,6 +135,7 @@ def test_blocked_report_leads_with_the_reasons(adult_run, tmp_path) -> None:
     assert "above max_loss = 0.01" in markdown
 
 
+@pytest.mark.slow  # its fixture runs Mondrian and the utility models on Adult: 19 s under load
 def test_mondrian_report_has_no_levels_but_all_sections(adult_mondrian_run) -> None:
     report = build_report(status="dry-run", **adult_mondrian_run)
     html = render_html(report)

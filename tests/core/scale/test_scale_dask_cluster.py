@@ -16,6 +16,9 @@ from privgate.core.scale import anonymize_dask, verify_parquet_release
 
 distributed = pytest.importorskip("distributed")
 
+#: A 2-process Dask cluster per module and whole-Adult releases: slow (not in make test-fast).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def client():
