@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from adult_reference import ADULT_QI
 from pycanon import anonymity
 
 from privgate.core.anonymize import (
@@ -106,10 +107,8 @@ def test_ten_qis_above_exact_below_reach_the_exact_optimum(shared_data, k, limit
     from privgate.core.hierarchy import ARXHierarchy
 
     frame = load_adult(shared_data("adult/adult.data")).dropna().reset_index(drop=True)
-    arx = ["sex", "age", "race", "marital-status", "education", "native-country",
-           "workclass", "occupation"]  # fmt: skip
     hierarchies = {q: ARXHierarchy.from_csv(q, shared_data(f"arx/adult_hierarchy_{q}.csv"))
-                   for q in arx}  # fmt: skip
+                   for q in ADULT_QI}  # fmt: skip
     hierarchies["relationship"] = taxonomy_hierarchy(
         "relationship",
         {
