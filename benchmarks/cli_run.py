@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import signal
 import socket
@@ -41,9 +40,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from _environment import BENCHMARKS_MD, SHARED, load_average, machine  # noqa: E402 (script dir)
 from _markdown import upsert_section  # noqa: E402 (script dir)
 
-BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 SECTION_HEADING = "## The whole run from the command line: privgate run vs anonymize (issue 17)"
 PRIVGATE = str(Path(sys.executable).with_name("privgate"))
 PREFECT = str(Path(sys.executable).with_name("prefect"))
@@ -146,7 +145,7 @@ def _import_seconds(env: dict[str, str], repeat: int) -> float:
 def measure(repeat: int, workdir: Path) -> dict:
     out = workdir / "out"
     env = _env(workdir)
-    results: dict = {"load_before": os.getloadavg()[0]}
+    results: dict = {"load_before": load_average()}
 
     # Warm the Prefect home (database created, migrations run) as a second-day user has it.
     _timed([PRIVGATE, "run", POLICY, "--output", str(out / "warm"), "--dry-run"], env)
@@ -196,7 +195,7 @@ def measure(repeat: int, workdir: Path) -> dict:
         (REPO_ROOT / POLICY)
         .read_text()
         .replace("dataset: adult", "datset: adult", 1)
-        .replace("../../shared", str(REPO_ROOT.parent / "shared"))
+        .replace("../../shared", str(SHARED.resolve()))
     )
     misspelt = [_timed([PRIVGATE, "run", str(typo)], env, 2)[0] for _ in range(repeat)]
 
@@ -207,20 +206,12 @@ def measure(repeat: int, workdir: Path) -> dict:
         missing_input=statistics.median(missing_input),
         misspelt=statistics.median(misspelt),
         phases={k: statistics.median(p.get(k, 0.0) for p in phases) for k in phases[0]},
-        load_after=os.getloadavg()[0],
+        load_after=load_average(),
     )
     return results
 
 
 def render(r: dict, repeat: int) -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     flow = r["phases"]["flow run"]
 
     def holds(seconds: float, goal: float) -> str:
@@ -244,9 +235,8 @@ def render(r: dict, repeat: int) -> str:
     lines = [
         SECTION_HEADING,
         "",
-        f"Machine: {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}; load "
-        f"average {r['load_before']:.1f} before, {r['load_after']:.1f} after (the machine is "
-        f"shared). Median of {repeat} fresh processes each; ARX Adult (30,162 rows, 8 QIs), "
+        f"Machine: {machine(r['load_before'], r['load_after'], ('prefect', 'pandas'))}. "
+        f"Median of {repeat} fresh processes each; ARX Adult (30,162 rows, 8 QIs), "
         "k = 5.",
         "",
         "```bash",

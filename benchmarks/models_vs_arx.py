@@ -28,18 +28,16 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _environment import ARX_DATA, BENCHMARKS_MD, arx_adult_hierarchies, load_average, machine
 from _markdown import upsert_section
 
 from privgate.core.anonymize import NodeChecker, OptimalLattice
 from privgate.core.encoding import encode_table
-from privgate.core.hierarchy import ARXHierarchy
 from privgate.core.metrics import make_metric
 from privgate.core.privacy import (
     BetaLikeness,
@@ -61,7 +59,6 @@ from java_random import arx_test_subset  # noqa: E402
 
 #: ARX's TestAnonymizationSubset subset sizes (``getSubset(size)``).
 SUBSET_SIZES = (20000, 10000, 30000, 9000)
-SHARED = REPO / ".." / "shared" / "data" / "arx"
 QIS = (
     *("sex", "age", "race", "marital-status"),
     *("education", "native-country", "workclass", "salary-class"),
@@ -383,11 +380,10 @@ def _value(search: OptimalLattice, freq, checker: NodeChecker, node) -> tuple[bo
 
 
 def run() -> str:
-    hierarchies = {
-        q: ARXHierarchy.from_csv(q, SHARED / f"adult_hierarchy_{q}.csv", delimiter=";") for q in QIS
-    }
-    full = read_text_columns(SHARED / "adult.csv", delimiter=";")
-    subset = read_text_columns(SHARED / "adult_subset.csv", delimiter=";")
+    load_before = load_average()
+    hierarchies = arx_adult_hierarchies(QIS)
+    full = read_text_columns(ARX_DATA / "adult.csv", delimiter=";")
+    subset = read_text_columns(ARX_DATA / "adult_subset.csv", delimiter=";")
     population = Population.from_columns(full, hierarchies, "adult.csv")
     freqs = {
         "full": encode_table(full, hierarchies, ["occupation"]).frequency_set(),
@@ -397,9 +393,7 @@ def run() -> str:
         rows = np.asarray(arx_test_subset(size))
         records = {name: values[rows] for name, values in full.items()}
         freqs[f"subset {size}"] = encode_table(records, hierarchies, ["occupation"]).frequency_set()
-    occupation = ARXHierarchy.from_csv(
-        "occupation", SHARED / "adult_hierarchy_occupation.csv", delimiter=";"
-    )
+    occupation = arx_adult_hierarchies(["occupation"])["occupation"]
     rows, agree, same_value, agree_own = [], 0, 0, 0
     started = time.perf_counter()
     for name, spec, limit, arx_metric, data, arx_value, arx_node in CASES:
@@ -436,8 +430,7 @@ def run() -> str:
     seconds = time.perf_counter() - started
     header = (
         "- Command: `.venv/bin/python benchmarks/models_vs_arx.py --write`; machine: "
-        f"{platform.machine()}, {platform.python_version()}, load average "
-        f"{os.getloadavg()[0]:.1f} at the end (shared 2-core machine); all {len(CASES)} cases, "
+        f"{machine(load_before, load_average())}; all {len(CASES)} cases, "
         f"each searched twice (ARX's metric, privgate's own), in {seconds:.1f} s.\n"
         "- Data: ARX's `adult.csv` (population, 30,162 records) and `adult_subset.csv` "
         "(research subset, 3,016); for `TestAnonymizationSubset`, the subsets ARX draws with "
@@ -525,7 +518,7 @@ def main() -> None:
     if args.write:
         heading = "## k-map, δ-presence and β-likeness vs ARX's test expectations (issue 19)"
         # (the heading stays: other sections and the README link to it)
-        upsert_section(REPO / "benchmarks" / "BENCHMARKS.md", heading, f"{heading}\n\n{text}")
+        upsert_section(BENCHMARKS_MD, heading, f"{heading}\n\n{text}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import platform
 import shlex
 import statistics
 import subprocess
@@ -46,6 +45,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from _environment import (  # noqa: E402 (script dir)
+    BENCHMARKS_MD,
+    SHARED_DATA,
+    load_average,
+    machine,
+)
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
 from privgate.core.anonymize import (  # noqa: E402
@@ -57,10 +62,10 @@ from privgate.core.anonymize import (  # noqa: E402
 from privgate.core.datasets import load_adult, load_breast_cancer_wisconsin  # noqa: E402
 from privgate.core.ranking import oob_permutation_importance  # noqa: E402
 
-BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 ADULT = SHARED_DATA / "adult" / "adult.data"
 BCW = SHARED_DATA / "breast_cancer_wisconsin" / "breast-cancer-wisconsin.data"
+#: The libraries whose versions the section states.
+PACKAGES = ("numpy", "pandas", "scikit-learn")
 SECTION_HEADING = "## RFKA vs Greedy Hamdist: k-anonymous feature selection (issue 5)"
 INTRO = "# Benchmarks\n"
 
@@ -398,30 +403,6 @@ def _klist(ks: Sequence[int]) -> str:
     return ", ".join(map(str, ks)) if ks else "none"
 
 
-def machine(load_before: Sequence[float], load_after: Sequence[float]) -> str:
-    import sklearn
-
-    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-
-    def fmt(load: Sequence[float]) -> str:
-        return "/".join(f"{v:.2f}" for v in load)
-
-    return (
-        f"nproc {nproc}, {cpu}, {platform.system()} {platform.release()}; load average "
-        f"(1/5/15 min) {fmt(load_before)} before and {fmt(load_after)} after (shared machine); "
-        f"Python {platform.python_version()}, numpy {np.__version__}, pandas {pd.__version__}, "
-        f"scikit-learn {sklearn.__version__}"
-    )
-
-
 def code_state() -> str:
     proc = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
@@ -448,7 +429,7 @@ def section(results, args, started, seconds, load_before, load_after) -> str:
         f"Command (from the repository root): `{shlex.join([python, script, *sys.argv[1:]])}`",
         "",
         f"- Date: {started:%Y-%m-%d %H:%M} UTC; total run time {seconds / 60:.1f} min",
-        f"- Machine: {machine(load_before, load_after)}",
+        f"- Machine: {machine(load_before, load_after, PACKAGES)}",
         f"- Code measured: {code_state()}",
         "- **RFKA**: attributes ranked by `privgate.core.ranking.oob_permutation_importance("
         f"n_estimators={args.n_estimators}, random_state={args.seed})` (a random forest's "
@@ -529,14 +510,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = datetime.now(UTC)
-    load_before = os.getloadavg()
+    load_before = load_average()
     clock = time.perf_counter()
     results = []
     for data in (adult(args.sample, args.bins, args.seed), breast_cancer()):
         rows, extra = measure(data, args)
         results.append((data, rows, extra))
     seconds = time.perf_counter() - clock
-    load_after = os.getloadavg()
+    load_after = load_average()
     text = section(results, args, started, seconds, load_before, load_after)
     print(text)
     if args.write:

@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
 import shlex
 import statistics
 import sys
@@ -52,6 +50,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+from _environment import (  # script dir
+    BENCHMARKS_MD,
+    SHARED_DATA,
+    arx_adult_hierarchies,
+    load_average,
+    machine,
+)
 from _markdown import upsert_section  # script dir
 
 from privgate.core.anonymize import (
@@ -64,7 +69,7 @@ from privgate.core.anonymize import (
 )
 from privgate.core.datasets import load_adult
 from privgate.core.encoding import encode_table
-from privgate.core.hierarchy import ARXHierarchy, IntervalHierarchy, taxonomy_hierarchy
+from privgate.core.hierarchy import IntervalHierarchy, taxonomy_hierarchy
 from privgate.core.metrics import table_loss
 from privgate.core.policy import Algorithm
 from privgate.core.privacy import KAnonymity
@@ -76,8 +81,7 @@ from privgate.core.wide_data import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO_ROOT / ".." / "shared" / "data"
-BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
+DEFAULT_DATA = SHARED_DATA
 HEADING = "## Wide tables: the heuristic search vs the optimum, Datafly and Mondrian (issue 18)"
 
 ADULT_QIS = ("sex", "age", "race", "marital-status", "education", "native-country",
@@ -102,9 +106,7 @@ def _median_seconds(run, repeats: int) -> tuple[float, object]:
 def adult_rows(data: Path, repeats: int) -> list[dict]:
     """Section 1: heuristic mode vs the exact optimum on Adult."""
     frame = pd.read_csv(data / "arx" / "adult.csv", sep=";", dtype=str)
-    hierarchies = {
-        q: ARXHierarchy.from_csv(q, data / "arx" / f"adult_hierarchy_{q}.csv") for q in ADULT_QIS
-    }
+    hierarchies = arx_adult_hierarchies(ADULT_QIS, data / "arx")
     freq = encode_table(frame, hierarchies, ["salary-class"]).frequency_set()
     OptimalLattice([KAnonymity(k=5)], 0.02).search(freq)  # projection bounds built once
     rows = []
@@ -218,7 +220,7 @@ def _uci_hierarchies(data: Path, qis) -> dict:
                 IntervalHierarchy(q, spec) if kind == "interval" else taxonomy_hierarchy(q, spec)
             )
         else:
-            hierarchies[q] = ARXHierarchy.from_csv(q, data / "arx" / f"adult_hierarchy_{q}.csv")
+            hierarchies.update(arx_adult_hierarchies([q], data / "arx"))
     return hierarchies
 
 
@@ -300,9 +302,8 @@ def adult14_rows(data: Path) -> tuple[list[dict], int]:
 def render(adult: list[dict], wide: list[dict], context: dict) -> str:
     lines = [HEADING, ""]
     lines += [
-        f"Measured {context['date']} on {context['machine']}; load average "
-        f"{context['load_before']} before, {context['load_after']} after (the machine is "
-        "shared with other engineers' test runs: times are noisy, ratios within one run count).",
+        f"Measured {context['date']} on {context['machine']} (the machine is shared with "
+        "other engineers' test runs: times are noisy, ratios within one run count).",
         "",
         f"Command: `{context['command']}`",
         "",
@@ -433,18 +434,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
     args = parser.parse_args(argv)
-    load_before = os.getloadavg()
+    load_before = load_average()
     adult = adult_rows(args.data, args.repeats)
     wide = wide_rows()
     adult14 = adult14_rows(args.data)
     adult10 = adult10_rows(args.data)
-    load_after = os.getloadavg()
+    load_after = load_average()
     context = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}",
-        "load_before": ", ".join(f"{v:.1f}" for v in load_before),
-        "load_after": ", ".join(f"{v:.1f}" for v in load_after),
+        "machine": machine(load_before, load_after),
         "adult14": adult14,
         "adult10": adult10,
         "command": ".venv/bin/python benchmarks/wide_tables.py "
