@@ -39,6 +39,7 @@ def _values(epsilon: float):
     return lambda value, n: mechanisms.laplace_values([value] * n, epsilon, sensitivity=1.0)
 
 
+@pytest.mark.slow  # 4 x 20,000 OpenDP draws per mechanism: 3-12 s under load
 @pytest.mark.parametrize(
     ("name", "mechanism"), [("discrete laplace", _counts), ("laplace", _values)]
 )
@@ -55,6 +56,7 @@ def test_noise_mechanisms_hold_their_epsilon_and_the_audit_catches_half_the_nois
     assert buggy.violated, buggy
 
 
+@pytest.mark.slow  # an audit of OpenDP draws: 14 s under load
 def test_gaussian_holds_its_epsilon_delta():
     def batch(value, n):
         return mechanisms.gaussian_values([value] * n, EPSILON, 1e-5, sensitivity=1.0)
@@ -65,6 +67,7 @@ def test_gaussian_holds_its_epsilon_delta():
     assert not result.violated, result
 
 
+@pytest.mark.slow  # an audit of OpenDP draws: 13 s under load
 def test_exponential_selection_holds_its_epsilon_and_an_understated_sensitivity_is_caught():
     def select(scores, sensitivity=1.0):
         return mechanisms.exponential_select(scores, EPSILON, sensitivity=sensitivity)
@@ -89,6 +92,7 @@ def test_monotonic_selection_holds_half_the_noise_on_monotone_neighbours():
     assert not result.violated, result
 
 
+@pytest.mark.slow  # an audit of OpenDP draws: 11 s under load
 def test_a_laplace_vector_splits_its_l1_sensitivity():
     """Both coordinates move by 1 (L1 distance 2 = the declared sensitivity)."""
 
