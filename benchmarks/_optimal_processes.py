@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 from _optimal_adult import (
-    BOUNDS_ARITY,
     QIS,
     REPO_ROOT,
     SCALED_DIR,
     SCRIPT,
+    bounds_arity_for,
     load_hierarchies,
     read_table,
     timed,
@@ -65,11 +65,10 @@ def child_main(args: argparse.Namespace) -> int:
     df = phase("read", lambda: read_table(Path(args.child_data), args.child_reader))
     encoded = phase("encode", lambda: encode_table(df, hierarchies))
     freq = phase("frequency_set", encoded.frequency_set)
-    bounds = phase("bounds", lambda: ProjectionBounds(freq, BOUNDS_ARITY))
-    freq.cache[("projection_bounds", BOUNDS_ARITY)] = bounds
-    algo = OptimalLattice(
-        [KAnonymity(k=args.child_k)], args.child_limit, metric="loss", bounds_arity=BOUNDS_ARITY
-    )
+    arity = bounds_arity_for(args.child_limit)
+    bounds = phase("bounds", lambda: ProjectionBounds(freq, arity))
+    freq.cache[("projection_bounds", arity)] = bounds
+    algo = OptimalLattice([KAnonymity(k=args.child_k)], args.child_limit, metric="loss")
     result = phase("search", lambda: algo.search(freq))
     reused = [v for v in freq.cache.values() if isinstance(v, ProjectionBounds)]
     if len(reused) != 1 or reused[0] is not bounds:

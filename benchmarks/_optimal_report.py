@@ -28,18 +28,21 @@ from _optimal_adult import (
     ARX_1M_S,
     ARX_COLD_PROCESS_S,
     ARX_GRANULARITY_K5_2PCT,
-    BOUNDS_ARITY,
+    ARX_MS,
+    CELL_FACTOR,
+    ISSUE_FIRST_RUN_MS,
     MONDRIAN_K,
     PHASES,
     QIS,
     REPO_ROOT,
     SCRIPT,
-    SPEED_FACTOR,
+    SUM_FACTOR,
     TARGET_1M_GIB,
     TARGET_1M_S,
     Adult,
     pct,
 )
+from _optimal_arx import ArxRuns
 from _optimal_processes import ChildSeries
 from _optimal_search import Cell, MondrianComparison, Scan
 
@@ -68,20 +71,39 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "**no**"
 
 
-def search_table(cells: Sequence[Cell]) -> str:
+def session_ms(adult: Adult, cells: Sequence[Cell]) -> float:
+    """The ten cells on one table: encoding once plus every cell's search (medians)."""
+    return 1000.0 * statistics.median(adult.session_encode_s) + sum(c.session_ms for c in cells)
+
+
+def search_table(adult: Adult, cells: Sequence[Cell]) -> str:
     lines = [
-        "| k | suppr. | search, ours, median (ms) | fastest (ms) | ARX (ms) | ARX / ours "
-        "| <= 1/5 of ARX | run spread | first run: encode + bounds + search (ms) | ARX / first run "
+        "| k | suppr. | ARX (ms) | first run: encode + bounds + search (ms) | ARX / first run "
+        f"| >= {CELL_FACTOR:g}x | ten cells on one table: this cell (ms) | ARX / that "
+        f"| >= {CELL_FACTOR:g}x | warm search (ms) | ARX / warm search | run spread "
         "| candidates after bounds | evaluated |",
-        "|---:|---:|---:|---:|---:|---:|:---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|:---:|---:|---:|:---:|---:|---:|---:|---:|---:|",
     ]
     for c in cells:
         lines.append(
-            f"| {c.k} | {pct(c.limit)} | {c.median_ms:.1f} | {c.fastest_ms:.1f} | {c.arx_ms:.0f} "
-            f"| {c.speedup:.1f}x | {_yes(c.holds)} | {c.spread:.2f} | {c.first_run_ms:.0f} "
-            f"| {c.arx_ms / c.first_run_ms:.2f}x | {c.result.details['candidates_after_bounds']} "
-            f"| {c.result.details['evaluated']} |"
+            f"| {c.k} | {pct(c.limit)} | {c.arx_ms:.0f} | {c.first_run_ms:.1f} "
+            f"| {c.first_run_speedup:.2f}x | {_yes(c.holds_first_run)} | {c.session_ms:.1f} "
+            f"| {c.arx_ms / c.session_ms:.2f}x | {_yes(c.arx_ms / c.session_ms >= CELL_FACTOR)} "
+            f"| {c.median_ms:.1f} | {c.speedup:.1f}x | {c.spread:.2f} "
+            f"| {c.result.details['candidates_after_bounds']} | {c.result.details['evaluated']} |"
         )
+    arx_sum = sum(c.arx_ms for c in cells)
+    first_sum = sum(c.first_run_ms for c in cells)
+    session = session_ms(adult, cells)
+    warm_sum = sum(c.median_ms for c in cells)
+    lines.append(
+        f"| **sum** | | {arx_sum:.0f} | {first_sum:.0f} | {arx_sum / first_sum:.2f}x "
+        f"| >= {SUM_FACTOR:g}x: {_yes(arx_sum / first_sum >= SUM_FACTOR)} "
+        f"| {session:.0f} (encoding once: "
+        f"{1000 * statistics.median(adult.session_encode_s):.0f}) | {arx_sum / session:.2f}x "
+        f"| >= {SUM_FACTOR:g}x: {_yes(arx_sum / session >= SUM_FACTOR)} | {warm_sum:.0f} "
+        f"| {arx_sum / warm_sum:.1f}x | | | |"
+    )
     return "\n".join(lines)
 
 
@@ -107,17 +129,28 @@ def _bands_text(cell: Cell, scan: Scan | None) -> str:
     return f"{_levels(cand.node)}: {1 - cand.loss:.4f}"
 
 
+def _arx_text(cell: Cell, scan: Scan | None) -> str:
+    if cell.arx_levels is None:
+        return "not run"
+    if cell.arx_levels == cell.levels():
+        return f"same node, {cell.arx_suppressed} suppressed"
+    ours = None if scan is None else scan.losses.get((cell.k, cell.limit), {}).get(cell.arx_levels)
+    there = "" if ours is None else f"; our loss there {ours:.4f}"
+    return f"{_levels(cell.arx_levels)}, {cell.arx_suppressed} suppressed{there}"
+
+
 def result_table(cells: Sequence[Cell], scan: Scan | None) -> str:
     lines = [
         "| k | suppr. | levels | suppressed | classes | smallest class | loss | granularity "
-        "| exhaustive scan | best node keeping 20-year age bands: granularity |",
-        "|---:|---:|:---|---:|---:|---:|---:|---:|:---|:---|",
+        "| exhaustive scan | best node keeping 20-year age bands: granularity "
+        "| ARX's node (its own loss metric) |",
+        "|---:|---:|:---|---:|---:|---:|---:|---:|:---|:---|:---|",
     ]
     for c in cells:
         lines.append(
             f"| {c.k} | {pct(c.limit)} | {_levels(c.levels())} | {c.result.n_suppressed} "
             f"| {c.classes} | {c.min_class} | {c.loss:.4f} | {c.granularity:.4f} "
-            f"| {_scan_text(c, scan)} | {_bands_text(c, scan)} |"
+            f"| {_scan_text(c, scan)} | {_bands_text(c, scan)} | {_arx_text(c, scan)} |"
         )
     return "\n".join(lines)
 
@@ -272,15 +305,45 @@ def reading(
                 "loss than ours (both count a suppressed record as fully generalized)."
             )
         parts.append(text)
-    k5 = by.get((5, 0.02))
-    if k5 is not None:
-        parts.append(
-            f"- The one ARX utility figure we have, granularity {ARX_GRANULARITY_K5_2PCT} at k=5 "
-            f"with 2 %, matches ours ({k5.granularity:.4f}, levels {_levels(k5.levels())}, age at "
-            f"level {k5.levels()[age]} = 20-year bands). The loss here takes each column's domain "
-            "as the data's distinct values (72 ages, not the hierarchy's 100); ARX's figure is "
-            "given to two decimals only, so a difference in the third decimal is not resolvable."
+    measured = [c for c in cells if c.arx_levels is not None]
+    if measured:
+        same = [c for c in measured if c.arx_levels == c.levels()]
+        other = [c for c in measured if c.arx_levels != c.levels()]
+        text = (
+            f"- ARX's own optimum (its loss metric: hierarchy domains, gs-factor 0.5) is our node "
+            f"in {len(same)} of {len(measured)} cells"
         )
+        if other:
+            text += f"; elsewhere ({_ks(other)}) it differs"
+            scored = (
+                []
+                if scan is None
+                else [(c, scan.losses.get((c.k, c.limit), {}).get(c.arx_levels)) for c in other]
+            )
+            if scored and all(v is not None and v >= c.loss - 1e-12 for c, v in scored):
+                text += (
+                    ", and under privgate's `loss` ARX's node scores worse than ours there "
+                    "(last column; the scan's loss of ARX's node): the two metrics weigh a "
+                    "generalization step differently, and each tool is optimal for its own."
+                )
+            elif scored:
+                text += ", and **under privgate's `loss` ARX's node scores better** (see table)."
+            else:
+                text += " (not scored on privgate's `loss`: no exhaustive scan in this run)."
+        else:
+            text += "."
+        parts.append(text)
+    else:
+        k5 = by.get((5, 0.02))
+        if k5 is not None:
+            parts.append(
+                f"- The one ARX utility figure we have, granularity {ARX_GRANULARITY_K5_2PCT} "
+                f"at k=5 with 2 %, matches ours ({k5.granularity:.4f}, levels "
+                f"{_levels(k5.levels())}, age at level {k5.levels()[age]} = 20-year bands). "
+                "The loss here takes each column's domain as the data's distinct values (72 "
+                "ages, not the hierarchy's 100); ARX's figure is given to two decimals only, so "
+                "a difference in the third decimal is not resolvable."
+            )
     zero = [c for c in cells if c.limit == 0.0]
     if zero:
         removed = all(c.levels()[age] == 4 for c in zero)
@@ -314,51 +377,63 @@ def reading(
             text += "."
         parts.append(text)
 
-    # Speed.
-    holds = [c for c in cells if c.holds]
-    fails = [c for c in cells if not c.holds]
-    text = (
-        "- **Warm search <= 1/5 of ARX: "
-        + ("holds in every cell" if not fails else f"holds in {len(holds)} of {len(cells)} cells")
-        + f".** ARX / ours ranges from {min(c.speedup for c in cells):.1f}x to "
-        f"{max(c.speedup for c in cells):.1f}x."
-    )
-    if fails:
-        text += f" It does not hold at {_ks(fails)}."
-    flip = [c for c in cells if c.holds != c.holds_fastest]
-    if flip:
-        text += (
-            f" On the fastest timed run instead of the median the verdict changes at "
-            f"{_ks(flip)}: those cells sit at the target and the load decides them."
-        )
-    passing = [c for c in cells if c.holds]
-    if passing:
-        tight = min(passing, key=lambda c: c.speedup)
-        slack = tight.speedup / SPEED_FACTOR - 1.0
-        text += (
-            f" The smallest margin is k={tight.k} at {pct(tight.limit)} ({tight.speedup:.1f}x, "
-            f"{100 * slack:.0f} % above the target): a run {100 * slack:.0f} % slower would miss "
-            f"it. There the slowest timed run was {tight.spread:.2f}x the fastest; the largest "
-            f"spread over all cells was {max(c.spread for c in cells):.2f}x. With "
-            "other users' load on this 2-core machine, cells close to 5x can flip between runs."
-        )
-    parts.append(text)
-    slow_first = [c for c in cells if c.arx_ms / c.first_run_ms < SPEED_FACTOR]
+    # Speed (issue 18's targets: including preparation, >= 2x per cell, >= 4x on the sum).
+    arx_sum = sum(c.arx_ms for c in cells)
+    first_sum = sum(c.first_run_ms for c in cells)
+    session = session_ms(adult, cells)
+    first_fail = [c for c in cells if not c.holds_first_run]
+    session_fail = [c for c in cells if c.arx_ms / c.session_ms < CELL_FACTOR]
     parts.append(
-        "- ARX's `anonymize()` builds its data manager (dictionary encoding) on every call, "
-        "while our search column starts from a prepared frequency set. Counting "
-        'encode + frequency set + bounds + search on a freshly encoded table ("first run"), '
-        f"we are {min(c.arx_ms / c.first_run_ms for c in cells):.2f}x to "
-        f"{max(c.arx_ms / c.first_run_ms for c in cells):.2f}x ARX's time; the 1/5 target does "
+        f"- **First run (one command, fresh table), >= {CELL_FACTOR:g}x ARX in every cell: "
+        + ("holds" if not first_fail else f"does not hold at {_ks(first_fail)}")
+        + f"; >= {SUM_FACTOR:g}x on the sum: "
+        + ("holds" if arx_sum / first_sum >= SUM_FACTOR else "does not hold")
+        + f".** ARX / first run ranges from {min(c.first_run_speedup for c in cells):.2f}x to "
+        f"{max(c.first_run_speedup for c in cells):.2f}x, {arx_sum / first_sum:.2f}x on the sum "
+        f"({arx_sum:.0f} ms vs {first_sum:.0f} ms). The fixed part of a first run is encode + "
+        f"frequency set ({1000 * adult.encode_s:.0f} ms here) and the bounds (cold: pairs "
+        f"{1000 * statistics.median(adult.pair_bounds_s):.0f} ms at 0 %, triples "
+        f"{1000 * statistics.median(adult.bounds_s):.0f} ms at 2 %). ARX takes "
+        f"{min(c.arx_ms for c in cells if c.limit == 0):.0f}-"
+        f"{max(c.arx_ms for c in cells if c.limit == 0):.0f} ms at 0 %, so a fresh-table run "
+        f"is 2x faster there only if encoding + frequency set + bounds + search fit in "
+        f"{min(c.arx_ms for c in cells if c.limit == 0) / CELL_FACTOR:.0f}-"
+        f"{max(c.arx_ms for c in cells if c.limit == 0) / CELL_FACTOR:.0f} ms: the encoding "
+        "(`core/encoding.py`; profiled, most of it is pandas' `factorize` of the text "
+        "columns, then `frequency_set`'s `np.unique`) is now the larger part of a 0 % first run."
+    )
+    parts.append(
+        f"- **Ten cells on one table (encoded once, bounds built by the first cell that needs "
+        f"them), >= {CELL_FACTOR:g}x ARX per cell: "
+        + ("holds" if not session_fail else f"does not hold at {_ks(session_fail)}")
+        + f"; >= {SUM_FACTOR:g}x on the sum: "
+        + ("holds" if arx_sum / session >= SUM_FACTOR else "does not hold")
+        + f".** The sum, encoding included once, is {session:.0f} ms against ARX's "
+        f"{arx_sum:.0f} ms ({arx_sum / session:.2f}x). Per cell the encoding is not counted "
+        "(it is in the sum), but the cell that first needs the pair or triple bounds pays "
+        "for building them (k=2 at 0 % and at 2 % in grid order). This is what a user pays "
+        "who searches several k on one table in one process; ARX's `anonymize()` encodes "
+        "again on every call."
+    )
+    issue_arx, issue_ours = sum(ARX_MS.values()), sum(ISSUE_FIRST_RUN_MS.values())
+    parts.append(
+        f"- Load: ARX's ten cells sum to {arx_sum:.0f} ms here against {issue_arx:.0f} ms in "
+        f"issue 18 (load 1.1-1.8), {arx_sum / issue_arx:.1f}x; privgate's first runs to "
+        f"{first_sum:.0f} ms against the issue's {issue_ours:.0f} ms (before this change), "
+        f"{first_sum / issue_ours:.1f}x. The load of this shared machine slows the JVM more "
+        "than privgate"
         + (
-            "not hold on that basis in any cell"
-            if len(slow_first) == len(cells)
-            else f"not hold on that basis at {_ks(slow_first)}"
-            if slow_first
-            else "hold on that basis too"
+            ", so these ratios flatter privgate: at issue 18's load, scale them by about "
+            f"{(first_sum / issue_ours) / (arx_sum / issue_arx):.2f} (if privgate's code were "
+            "unchanged; it is faster now, so that is a lower estimate)."
+            if arx_sum / issue_arx > first_sum / issue_ours
+            else "."
         )
-        + f". The fixed part is encode + frequency set {1000 * adult.encode_s:.0f} ms and "
-        f"bounds {1000 * statistics.median(adult.bounds_s):.0f} ms (cold), paid once per table."
+    )
+    parts.append(
+        f"- Warm search alone (table, bounds and lattice prepared beforehand): "
+        f"{min(c.speedup for c in cells):.1f}x to {max(c.speedup for c in cells):.1f}x ARX, "
+        f"largest run spread {max(c.spread for c in cells):.2f}x."
     )
     if cold:
         lo, hi = ARX_COLD_PROCESS_S
@@ -474,6 +549,7 @@ def command() -> str:
 class Report:
     args: argparse.Namespace
     adult: Adult
+    arx: ArxRuns | None
     cells: list[Cell]
     scan: Scan | None
     cmp: MondrianComparison
@@ -525,6 +601,28 @@ def _code_line(rep: Report) -> str:
     )
 
 
+def arx_bullet(rep: Report) -> str:
+    """Where the ARX figures come from: this run, or issue 18 when ARX could not run."""
+    if rep.arx is None:
+        return (
+            "ARX figures: issue 18's (ARX 3.9.2 built from source, Flash, loss metric, warm "
+            "median of 5 runs of `anonymize()`, measured side by side with privgate on this "
+            "machine kind). ARX did not run in this run (no `--arx-classpath`), so these ratios "
+            "are not same-run."
+        )
+    arx = rep.arx
+    return (
+        f"ARX figures: measured in this run by `benchmarks/ArxFlashAdult.java` (ARX 3.9.2 built "
+        f"from source outside the repository, its classpath given by `--arx-classpath` or "
+        f"`$PRIVGATE_ARX_CLASSPATH`, see `benchmarks/_optimal_arx.py`; {arx.java}): "
+        "`ARXAnonymizer.anonymize` with `KAnonymity(k)`, the suppression limit and "
+        "`Metric.createLossMetric()` (Flash), on the same `adult.csv` and hierarchies read once "
+        f"by the JVM; one untimed warm-up per cell, then {rep.args.repeats} timed rounds, in "
+        f"{arx.runs} JVM runs (one before privgate's cells, one after); each cell's figure is "
+        f"the median of its {rep.args.repeats * arx.runs} timed runs."
+    )
+
+
 def section(rep: Report) -> str:
     adult, args = rep.adult, rep.args
     digest = hashlib.sha256(adult.path.read_bytes()).hexdigest()
@@ -539,25 +637,27 @@ def section(rep: Report) -> str:
         f"records, {len(adult.freq.counts)} distinct QI tuples; ARX's hierarchies "
         f"`{display_path(adult.path.parent)}/adult_hierarchy_<qi>.csv`. QIs and heights in "
         f"ARX's order (the order of every levels column): {heights}; {n_nodes} nodes.",
-        f"Search: `OptimalLattice([KAnonymity(k)], limit, metric='loss')`, projection bounds of "
-        f"arity {BOUNDS_ARITY}. Loss = `details['loss']` (Iyengar's loss over the data's "
-        "domain, privgate's `loss`, not ARX's `arx_loss`; suppressed records fully "
-        "generalized), granularity = 1 - loss. Classes and the smallest class are counted "
-        "on the release from `apply_generalization` (every release checked k-anonymous within "
-        "the limit).",
-        f"One-off costs (not in the search column): read {1000 * adult.read_s:.0f} ms, "
-        f"`encode_table` + `frequency_set` {1000 * adult.encode_s:.0f} ms, `ProjectionBounds` "
-        f"{1000 * statistics.median(adult.bounds_s):.0f} ms (cold, median of "
-        f"{len(adult.bounds_s)} on fresh frequency sets).",
-        f"Search time: median of {args.repeats} timed `anonymize(freq)` runs after one untimed "
-        "warm-up, same prepared frequency set, garbage collector paused during each run (every "
-        "run reproduced the warm-up). Run spread = slowest / fastest timed run. First run = "
-        f"median of {args.repeats} runs of encode + frequency set + search on a freshly encoded "
-        "table (the search then builds its bounds and lattice structures itself), the closest "
-        "match to what ARX's `anonymize()` does.",
-        "ARX figures: ARX's Flash with the loss metric, warm median of 5 runs of `anonymize()`, "
-        "as reported in the issue (same machine kind); they were not re-measured in this run, "
-        "so unlike the other sections these ratios are not same-process.",
+        "Search: `OptimalLattice([KAnonymity(k)], limit, metric='loss')`, projection bounds "
+        "of pairs of quasi-identifiers at 0 %, triples at 2 % (the search's default). Loss = "
+        "`details['loss']` (Iyengar's loss over the data's domain, privgate's `loss`, not "
+        "ARX's `arx_loss`; suppressed records fully generalized), granularity = 1 - loss. "
+        "Classes and the smallest class are counted on the release from "
+        "`apply_generalization` (every release checked k-anonymous within the limit).",
+        f"One-off costs: read {1000 * adult.read_s:.0f} ms (in no column: ARX's figure "
+        f"excludes reading too), `encode_table` + `frequency_set` {1000 * adult.encode_s:.0f} "
+        f"ms, `ProjectionBounds` of triples {1000 * statistics.median(adult.bounds_s):.0f} ms "
+        f"and of pairs {1000 * statistics.median(adult.pair_bounds_s):.0f} ms (cold, medians "
+        f"of {len(adult.bounds_s)} on fresh frequency sets).",
+        f"Times are medians of {args.repeats} rounds, the cells interleaved (grid order, then "
+        "reversed), the garbage collector paused during each timed call, every result equal to "
+        "the warm-up's. First run = encode + frequency set + search on a freshly encoded table "
+        "(the search builds its bounds and lattice structures itself): what one `privgate "
+        "anonymize` pays after reading, and what ARX's `anonymize()` does (it encodes on every "
+        "call). Ten cells on one table = the cells in grid order on one freshly encoded table, "
+        "each cell timed alone (the encoding is timed apart and added once to the sum). Warm "
+        "search = the search alone on a table prepared beforehand. Run spread = slowest / "
+        "fastest warm run.",
+        arx_bullet(rep),
     ]
     lines = [
         SECTION_HEADING,
@@ -568,7 +668,7 @@ def section(rep: Report) -> str:
         "",
         "### Search time per cell",
         "",
-        search_table(rep.cells),
+        search_table(rep.adult, rep.cells),
         "",
         "### Optimum per cell",
         "",

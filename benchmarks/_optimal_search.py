@@ -17,13 +17,12 @@ import numpy as np
 import pandas as pd
 from _optimal_adult import (
     ARX_MS,
-    BOUNDS_ARITY,
+    CELL_FACTOR,
     KS,
     LIMITS,
     MONDRIAN_K,
     NUMERIC,
     QIS,
-    SPEED_FACTOR,
     Adult,
     encode,
     pct,
@@ -62,6 +61,8 @@ class Scan:
     best: dict[tuple[int, float], Candidate] = field(default_factory=dict)
     best_age_bands: dict[tuple[int, float], Candidate] = field(default_factory=dict)
     satisfying: dict[tuple[int, float], int] = field(default_factory=dict)
+    #: Per cell, the loss of every node that satisfies it (to score ARX's node on our metric).
+    losses: dict[tuple[int, float], dict[tuple[int, ...], float]] = field(default_factory=dict)
     seconds: float = 0.0
     nodes: int = 0
 
@@ -113,6 +114,7 @@ def exhaustive_scan(freq: FrequencySet, ks: Sequence[int], limits: Sequence[floa
                 cell = (k, s)
                 cand = Candidate(loss, tuple(int(v) for v in node))
                 scan.satisfying[cell] = scan.satisfying.get(cell, 0) + 1
+                scan.losses.setdefault(cell, {})[cand.node] = loss
                 if cell not in scan.best or cand.key() < scan.best[cell].key():
                     scan.best[cell] = cand
                 if node[age] <= 3 and (
@@ -137,12 +139,19 @@ class Cell:
     result: AnonymizationResult
     times_s: list[float]
     first_run_s: list[float]  # encode + frequency set + bounds + search, fresh table each time
+    #: This cell's search when the ten cells run in grid order on one freshly encoded table:
+    #: it builds whatever bounds no earlier cell built (the encoding is counted apart).
+    session_s: list[float]
     classes: int
     min_class: int
+    #: ARX's time for the cell: measured in this run when ARX ran, else issue 18's figure.
+    arx_ms: float = 0.0
+    arx_levels: tuple[int, ...] | None = None
+    arx_suppressed: int | None = None
 
-    @property
-    def arx_ms(self) -> float:
-        return ARX_MS[(self.k, self.limit)]
+    def __post_init__(self) -> None:
+        if not self.arx_ms:
+            self.arx_ms = ARX_MS[(self.k, self.limit)]
 
     @property
     def median_ms(self) -> float:
@@ -153,20 +162,26 @@ class Cell:
         return 1000.0 * statistics.median(self.first_run_s)
 
     @property
+    def session_ms(self) -> float:
+        return 1000.0 * statistics.median(self.session_s)
+
+    @property
     def speedup(self) -> float:
+        """ARX / our warm search (the table prepared beforehand)."""
         return self.arx_ms / self.median_ms
 
     @property
-    def holds(self) -> bool:
-        return self.speedup >= SPEED_FACTOR
+    def first_run_speedup(self) -> float:
+        """ARX / our first run on a freshly encoded table (what one command pays)."""
+        return self.arx_ms / self.first_run_ms
+
+    @property
+    def holds_first_run(self) -> bool:
+        return self.first_run_speedup >= CELL_FACTOR
 
     @property
     def fastest_ms(self) -> float:
         return 1000.0 * min(self.times_s)
-
-    @property
-    def holds_fastest(self) -> bool:
-        return self.arx_ms / self.fastest_ms >= SPEED_FACTOR
 
     @property
     def spread(self) -> float:
@@ -199,16 +214,14 @@ def measure_cells(adult: Adult, repeats: int) -> list[Cell]:
     """Every (k, limit) cell; repeats interleaved across cells so that bursts of load from
     other users spread over all cells instead of hitting one cell's runs."""
     grid = list(itertools.product(KS, LIMITS))
-    algos = [
-        OptimalLattice([KAnonymity(k=k)], limit, metric="loss", bounds_arity=BOUNDS_ARITY)
-        for k, limit in grid
-    ]
+    algos = [OptimalLattice([KAnonymity(k=k)], limit, metric="loss") for k, limit in grid]
     references = []
     for (k, limit), algo in zip(grid, algos, strict=True):
         print(f"Adult: warm-up k={k}, suppression {pct(limit)}", file=sys.stderr)
         references.append(algo.search(adult.freq))  # untimed warm-up
     times: list[list[float]] = [[] for _ in grid]
     first_runs: list[list[float]] = [[] for _ in grid]
+    sessions: list[list[float]] = [[] for _ in grid]
     for rep in range(repeats):
         print(f"Adult: timed round {rep + 1} of {repeats}", file=sys.stderr)
         order = list(range(len(grid))) if rep % 2 == 0 else list(reversed(range(len(grid))))
@@ -228,6 +241,14 @@ def measure_cells(adult: Adult, repeats: int) -> list[Cell]:
             if not _same(result, references[i]):
                 raise AssertionError(f"{grid[i]}: a freshly encoded table gave another result")
             first_runs[i].append(seconds)
+        # The ten cells in grid order on one freshly encoded table (encoding timed apart).
+        (_, fresh), seconds = timed(lambda: encode(adult.df, adult.hierarchies))
+        adult.session_encode_s.append(seconds)
+        for i, algo in enumerate(algos):
+            result, seconds = timed(lambda a=algo, f=fresh: a.search(f))
+            if not _same(result, references[i]):
+                raise AssertionError(f"{grid[i]}: a table shared by the cells gave another result")
+            sessions[i].append(seconds)
     cells = []
     for i, (k, limit) in enumerate(grid):
         reference = references[i]
@@ -238,7 +259,9 @@ def measure_cells(adult: Adult, repeats: int) -> list[Cell]:
                 f"k={k}, limit {limit}: smallest class {min_class}, {reference.n_suppressed} "
                 f"suppressed (allowance {allowance})"
             )
-        cells.append(Cell(k, limit, reference, times[i], first_runs[i], classes, min_class))
+        cells.append(
+            Cell(k, limit, reference, times[i], first_runs[i], sessions[i], classes, min_class)
+        )
     return cells
 
 
