@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -66,8 +66,6 @@ class ProjectionBounds:
         self._n_combos = n_combos
         self._small: dict[int, np.ndarray] = {}
         self._index_strides: np.ndarray | None = None
-        self._last_nodes: np.ndarray | None = None
-        self._last_index = np.zeros((0, 0), dtype=np.int64)
 
     def _small_records(self, min_class_size: int) -> np.ndarray:
         """Per level combination, the records in its groups smaller than ``min_class_size``
@@ -94,18 +92,34 @@ class ProjectionBounds:
         return self._index_offsets + picked.sum(axis=2)
 
     def suppressed_at_least(self, nodes: np.ndarray, min_class_size: int) -> np.ndarray:
-        """Per node, records certainly in classes smaller than ``min_class_size``.
-
-        The nodes' combination indices are kept for the last ``nodes`` array asked about (a
-        search asks about its whole lattice, every time the same array), so that a later
-        search on the same table, for another ``k``, pays one gather.
-        """
+        """Per node, records certainly in classes smaller than ``min_class_size``."""
+        bound = np.zeros(len(nodes), dtype=np.int64)
         if min_class_size <= 1 or not self._projections:
-            return np.zeros(len(nodes), dtype=np.int64)
+            return bound
         small = self._small_records(min_class_size)
-        if self._last_nodes is not nodes:
-            self._last_nodes, self._last_index = nodes, self._combination_index(nodes)
-        return small[self._last_index].max(axis=1)
+        for attrs, shape, first, last in self._projections:
+            per_levels = small[first:last].reshape(shape)
+            np.maximum(bound, per_levels[tuple(nodes[:, a] for a in attrs)], out=bound)
+        return bound
+
+    def for_lattice(self, heights: Sequence[int], min_class_size: int) -> np.ndarray:
+        """:meth:`suppressed_at_least` for every node of the lattice of ``heights``, in the
+        lattice's index order (row-major over the levels, as :attr:`Lattice.nodes` lists them).
+
+        Each projection's bounds are broadcast over the whole lattice instead of gathered
+        node by node: a few array-wide maxima, no index arithmetic per node.
+        """
+        shape = tuple(int(h) + 1 for h in heights)
+        bound = np.zeros(shape, dtype=np.int64)
+        if min_class_size <= 1 or not self._projections:
+            return bound.reshape(-1)
+        small = self._small_records(min_class_size)
+        for attrs, levels, first, last in self._projections:
+            view = [1] * len(shape)
+            for a, size in zip(attrs, levels, strict=True):
+                view[a] = size
+            np.maximum(bound, small[first:last].reshape(view), out=bound)
+        return bound.reshape(-1)
 
     def for_size(self, min_class_size: int) -> Callable[[np.ndarray], np.ndarray]:
         """:meth:`suppressed_at_least` for one ``min_class_size``, prepared once: a function of

@@ -182,7 +182,7 @@ class OptimalLattice(FullDomainAlgorithm):
         bound = metric.lower_bound(nodes)
         if persons is None:
             bounds = self._bounds(freq, checker.allowance)
-            suppressed_bound = bounds.suppressed_at_least(nodes, checker.min_class_size)
+            suppressed_bound = bounds.for_lattice(lattice.heights, checker.min_class_size)
         else:  # the bounds count records; persons are fewer
             suppressed_bound = np.zeros(len(nodes), dtype=np.int64)
         candidates = np.flatnonzero(suppressed_bound <= checker.allowance)

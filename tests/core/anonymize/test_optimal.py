@@ -549,7 +549,8 @@ def test_adult_projection_bounds_are_the_records_of_the_small_projected_groups(
     freq = adult.encoded.frequency_set()
     columns = freq.table.columns
     rng = np.random.default_rng(18)
-    nodes = np.array(adult.nodes(), dtype=np.int64)[rng.choice(6480, 20, replace=False)]
+    picked = rng.choice(6480, 20, replace=False)
+    nodes = np.array(adult.nodes(), dtype=np.int64)[picked]  # the lattice's index order
     ks = (2, 10, 100)
     for arity in (2, 3):
         expected = np.zeros((len(ks), len(nodes)), dtype=np.int64)
@@ -570,6 +571,8 @@ def test_adult_projection_bounds_are_the_records_of_the_small_projected_groups(
         for row, k in enumerate(ks):
             assert np.array_equal(bounds.suppressed_at_least(nodes, k), expected[row]), arity
             assert np.array_equal(bounds.for_size(k)(nodes), expected[row]), (arity, k)
+            whole = bounds.for_lattice(freq.table.heights, k)
+            assert np.array_equal(whole[picked], expected[row]), (arity, k)
 
 
 @pytest.mark.parametrize(("metric", "k", "limit"), sorted(ADULT_GOLDEN_OTHER_METRICS))
