@@ -47,6 +47,7 @@ from privgate.core.gate import (
 )
 from privgate.core.hierarchy import Hierarchy, hierarchies_for
 from privgate.core.history import (
+    CrossReleaseState,
     HistoryEntry,
     PastRelease,
     check_written_release,
@@ -378,7 +379,7 @@ def stage_and_check(
     release_id: str,
     input_rows: int | None,
     split: ControlSplit | None = None,
-    past: Sequence[PastRelease] | None = None,
+    past: Sequence[PastRelease] | CrossReleaseState | None = None,
 ) -> tuple[StagedRelease, GateDecision, HistoryEntry | None]:
     """:func:`stage_and_verify`, and with the release history's ``past`` releases (a policy
     with ``history.check``) the cross-release criterion on the written file too. Returns the
@@ -411,7 +412,7 @@ def stage_and_check(
 def protect_against_history(
     table: AnonymizedTable,
     policy: ReleasePolicy,
-    past: Sequence[PastRelease],
+    past: Sequence[PastRelease] | CrossReleaseState,
     release_id: str,
 ) -> AnonymizedTable:
     """Remove from ``table`` the people its combination with the ``past`` releases would

@@ -40,7 +40,7 @@ from privgate.core.exceptions import (
     UtilityBlockedError,
 )
 from privgate.core.gate import GateDecision
-from privgate.core.history import HistoryEntry, PastRelease, searched_policy
+from privgate.core.history import CrossReleaseState, HistoryEntry, searched_policy
 from privgate.core.manifest import build_manifest, release_id_for, run_facts
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import StagedRelease, discard, published_by, sha256_file
@@ -177,7 +177,7 @@ class _Run:
     #: What validation found about a valid input (an entirely missing quasi-identifier).
     input_warnings: tuple[str, ...] = ()
     #: The earlier releases of the dataset (a policy with ``history.check``), else None.
-    past: list[PastRelease] | None = None
+    past: CrossReleaseState | None = None
 
 
 @dataclass(frozen=True)

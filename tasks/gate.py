@@ -9,6 +9,7 @@ report, and raises it again.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from prefect import task
 from prefect.logging import get_run_logger
@@ -18,7 +19,7 @@ from privgate.core.anonymize import SearchSetup
 from privgate.core.attacks import ControlSplit
 from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
-from privgate.core.history import HistoryEntry, PastRelease
+from privgate.core.history import CrossReleaseState, HistoryEntry, PastRelease
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import StagedRelease, discard
 
@@ -31,7 +32,7 @@ def gate_task(
     release_id: str,
     input_rows: int,
     split: ControlSplit | None = None,
-    past: list[PastRelease] | None = None,
+    past: Sequence[PastRelease] | CrossReleaseState | None = None,
 ) -> tuple[StagedRelease, GateDecision, HistoryEntry | None]:
     """Write to staging and verify the file as written, over the quasi-identifiers the run
     planned the release to cover (and, with the policy's ``attacks``, attack it against the

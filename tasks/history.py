@@ -15,8 +15,8 @@ from prefect.logging import get_run_logger
 
 from privgate.core import stages
 from privgate.core.history import (
+    CrossReleaseState,
     HistoryEntry,
-    PastRelease,
     ReleaseHistory,
     check_entry_is_published,
     discard_row_keys,
@@ -34,14 +34,15 @@ from privgate.tasks._caching import retry_transient
     retry_delay_seconds=[1, 5],
     retry_condition_fn=retry_transient,
 )
-def history_past_task(policy: ReleasePolicy, release_id: str) -> list[PastRelease]:
-    """Every recorded release of the dataset but this one (a rerun checks against the rest).
-    Reading creates nothing: without a history yet there is nothing earlier to check."""
+def history_past_task(policy: ReleasePolicy, release_id: str) -> CrossReleaseState:
+    """Every recorded release of the dataset but this one (a rerun checks against the rest),
+    folded once into the criterion's state (the protection and the gate both check against
+    it). Reading creates nothing: without a history yet there is nothing earlier to check."""
     if not history_exists():
         get_run_logger().info("history: no release of %r recorded yet", policy.dataset)
-        return []
+        return CrossReleaseState()
     with ReleaseHistory() as history:
-        past = history.past_releases(policy.dataset, excluding=release_id)
+        past = CrossReleaseState.of(history.past_releases(policy.dataset, excluding=release_id))
         where = history.url
     get_run_logger().info(
         "history: %d earlier release(s) of %r in %s", len(past), policy.dataset, where
@@ -53,7 +54,7 @@ def history_past_task(policy: ReleasePolicy, release_id: str) -> list[PastReleas
 def history_protect_task(
     table: stages.AnonymizedTable,
     policy: ReleasePolicy,
-    past: list[PastRelease],
+    past: CrossReleaseState,
     release_id: str,
 ) -> stages.AnonymizedTable:
     """Remove the people the release combined with the earlier ones would expose."""

@@ -207,6 +207,16 @@ class CrossReleaseState:
             state.add(release)
         return state
 
+    def copy(self) -> CrossReleaseState:
+        """An independent state holding the same releases (adding to one leaves the other:
+        :meth:`add` replaces a person's entry, never changes it)."""
+        other = CrossReleaseState()
+        other.columns = self.columns
+        other._codes = self._codes  # value codes only ever grow: shared
+        other._releases = list(self._releases)
+        other._people = dict(self._people)
+        return other
+
     def __len__(self) -> int:
         return len(self._releases)
 

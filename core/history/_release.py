@@ -28,6 +28,7 @@ from privgate.core.exceptions import HistoryError
 from privgate.core.gate import GateDecision, read_release
 from privgate.core.history._criterion import (
     CrossReleaseResult,
+    CrossReleaseState,
     check_cross_release,
     release_snapshot,
 )
@@ -114,7 +115,7 @@ def check_written_release(
     release_file,
     keys: Sequence[object],
     policy: ReleasePolicy,
-    past: Sequence[PastRelease],
+    past: Sequence[PastRelease] | CrossReleaseState,
     release_id: str,
 ) -> tuple[CrossReleaseResult, HistoryEntry]:
     """The cross-release criterion on the release as written.

@@ -170,7 +170,9 @@ def test_a_retry_records_only_the_release_that_was_published(tmp_path, monkeypat
     def with_a_release_recorded_meanwhile(table, policy, past, release_id):
         pinned = list(dict.fromkeys(table.history_keys.tolist()))[:3]
         between = release_snapshot("between", pinned, [0] * 3, {"diagnosis": ["Unheard-of"] * 3})
-        return protect(table, policy, [*past, between], release_id)
+        meanwhile = past.copy()  # the run's folded history, and one more release
+        meanwhile.add(between)
+        return protect(table, policy, meanwhile, release_id)
 
     monkeypatch.setattr(stages, "protect_against_history", with_a_release_recorded_meanwhile)
     retry = _run(tmp_path, night_two, 2)

@@ -97,6 +97,11 @@ def test_a_check_changes_nothing_and_a_narrowing_recounts_the_earlier_classes():
     result = state.exposure(k=3, l_required={"d": 2})
     assert result.candidates["A"] == 2 and result.exposed_k == ["A"]
     assert state.release_ids == ["mon", "tue"]
+    before = CrossReleaseState.of([monday])
+    after = before.copy()
+    after.add(tuesday)
+    assert before.exposure(k=3).candidates["A"] == 5 and len(before) == 1
+    assert after.exposure(k=3).candidates["A"] == 2 and len(after) == 2
 
 
 def test_releases_protecting_other_columns_are_refused():
