@@ -58,8 +58,8 @@ def adult_policy():
 
 def _flow_cost(releases, policy) -> dict:
     """What a run of the release flow spends on the history on the last night: it reads every
-    recorded release from the store (SQLite here) and folds them into the criterion's state,
-    then checks its release (the protection and the gate fold once each)."""
+    recorded release from the store (SQLite here) and folds them into the criterion's state
+    once, then checks its release against it (the protection and the gate)."""
     import tempfile
 
     from privgate.core.history import CrossReleaseState, ReleaseHistory, history_requirements
@@ -204,8 +204,10 @@ def main() -> None:
         "between nights: on the last night of *criterion + margin* it would read the "
         f"{flow['releases']} recorded releases from a SQLite history in {flow['read']:.1f} s, "
         f"fold them into the state in {flow['fold']:.1f} s and check its release in "
-        f"{flow['check']:.2f} s (verdict {'PASSED' if flow['passed'] else 'BLOCKED'}; the "
-        "protection and the gate each fold once).",
+        f"{flow['check']:.2f} s (verdict {'PASSED' if flow['passed'] else 'BLOCKED'}; a run "
+        "folds once, in history-read, and its protection and gate both check against that "
+        "state). That read and fold grow with the number of recorded releases: the state is "
+        "not kept in the store between runs.",
         "",
     ]
     text = "\n".join(lines)
