@@ -107,7 +107,9 @@ def dry_run_check(policy: ReleasePolicy, release_id: str, ledger_url: str | None
     message = (
         f"dry run: DP release {release_id} "
         + (
-            "is already reserved (a rerun would replay it)"
+            "is already reserved (a rerun replays its draws if they were drawn from this "
+            "input table and these hierarchy files, and is refused otherwise: the ledger "
+            "binds a release to its input)"
             if reserved
             else f"would reserve epsilon {dp.epsilon:g} of the {remaining:g} left "
             f"({after:g} after it)"

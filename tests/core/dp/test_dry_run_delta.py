@@ -37,3 +37,13 @@ def test_a_dry_run_refuses_a_delta_the_account_no_longer_has(tmp_path):
         ledger.open_account(policy.dataset, 4.0, 1e-7)
     with pytest.raises(BudgetExceededError, match=r"would reserve delta=1e-06, but only 1e-07"):
         dry_run_check(policy, "r1", url)
+
+
+def test_a_dry_run_of_a_reserved_release_says_a_rerun_replays_only_the_same_input(tmp_path):
+    policy = _mst_policy(tmp_path)
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    with BudgetLedger(url) as ledger:
+        ledger.open_account(policy.dataset, 4.0, 1e-5)
+        ledger.reserve(policy.dataset, release_id="r1", run_id="run-1", epsilon=1.0, delta=1e-6)
+    message = dry_run_check(policy, "r1", url)["message"]
+    assert "already reserved" in message and "refused otherwise" in message
