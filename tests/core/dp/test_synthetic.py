@@ -8,14 +8,13 @@ be identical, because everything after the one charged draw is post-processing o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic_once import one_budget_search_per_setting
 
-from privgate.core.dp import synthetic
 from privgate.core.dp._accountant import Accountant, PrivacyParameterError
 from privgate.core.dp.journal import JournaledAccountant
 from privgate.core.dp.ledger import RESERVATION, BudgetLedger
@@ -72,27 +71,9 @@ def adult(shared_data) -> pd.DataFrame:
 
 @pytest.fixture(scope="module", autouse=True)
 def _one_budget_search_per_setting():
-    """Build each OpenDP measurement once per module for the same public settings.
-
-    ``_budgeted_measurement(columns, keys, config)`` searches ρ and MST's measure split with
-    OpenDP's own maps and rehearses on an empty table: a function of public inputs only (it is
-    never given the data), and the costly part of a release here. The draw and the neighbour's
-    replay use the same declared domains and settings, so the replay reuses the draw's
-    measurement (OpenDP measurements keep no state between invocations); every other setting
-    searches as before.
-    """
-    real = synthetic._budgeted_measurement
-    built: dict = {}
-
-    def once(columns, keys, config):
-        key = (tuple(columns), json.dumps(keys, sort_keys=True), config)
-        if key not in built:
-            built[key] = real(columns, keys, config)
-        return built[key]
-
-    synthetic._budgeted_measurement = once
-    yield built
-    synthetic._budgeted_measurement = real
+    """The draw and the neighbour's replay share one OpenDP budget search (``synthetic_once``)."""
+    with one_budget_search_per_setting() as built:
+        yield built
 
 
 @pytest.fixture(scope="module")

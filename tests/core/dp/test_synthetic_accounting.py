@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from synthetic_once import one_budget_search_per_setting
 
 from privgate.core.dp import synthetic
 from privgate.core.dp._accountant import Accountant
@@ -92,14 +93,15 @@ def test_aim_replayed_on_a_neighbour_publishes_the_same_release(adult, tmp_path)
     ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
     ledger.open_account("adult", 4.0, 1e-5)
     config = SyntheticConfig("aim", 1.0, 1e-6, aim_degree=2, aim_rounds=3)
-    first = synthesize(
-        adult, DOMAINS, config, JournaledAccountant(ledger, "adult", "r1", "run-1", (1.0, 1e-6))
-    )
-    spent = ledger.account("adult").spent_epsilon
-    outsider = adult.iloc[[1]].assign(race="Martian")
-    neighbour = pd.concat([adult.iloc[1:], outsider], ignore_index=True)
-    accountant = JournaledAccountant(ledger, "adult", "r1", "run-2", (1.0, 1e-6))
-    again = synthesize(neighbour, DOMAINS, config, accountant)
+    with one_budget_search_per_setting():  # the replay reuses the draw's measurement
+        first = synthesize(
+            adult, DOMAINS, config, JournaledAccountant(ledger, "adult", "r1", "run-1", (1.0, 1e-6))
+        )
+        spent = ledger.account("adult").spent_epsilon
+        outsider = adult.iloc[[1]].assign(race="Martian")
+        neighbour = pd.concat([adult.iloc[1:], outsider], ignore_index=True)
+        accountant = JournaledAccountant(ledger, "adult", "r1", "run-2", (1.0, 1e-6))
+        again = synthesize(neighbour, DOMAINS, config, accountant)
     assert accountant.replayed == 1 and ledger.account("adult").spent_epsilon == spent
     pd.testing.assert_frame_equal(again.frame, first.frame)
     assert again.public() == first.public()
