@@ -1,23 +1,34 @@
-"""DP synthetic data (MST, AIM) and SafePub on Adult: utility and attack evidence (issue 21).
+"""Every Adult release of issue 21 on one split: utility and attack evidence in one table.
 
 Every method runs on the same split of ARX's ``adult.csv`` (30,162 records, 9 columns):
-``train`` (80 %, seeded) is the release's input, ``test`` (20 %) is held out: the classifier is
-tested on it, and it is the attacks' control set (records the release cannot contain).
+``train`` (80 %, seeded, stratified on ``salary-class``) is the release's input, ``test`` (20 %)
+is held out: the classifier is tested on it, and it is the attacks' control set (records the
+release cannot contain). The releases: the original itself, the optimal full-domain
+k-anonymous release and strict Mondrian (k = 5, 10; the ``policies/adult.yaml`` policy, as in
+``utility_adult.py``), and at every epsilon SafePub, DPHeter, MST and AIM.
 
-Per release:
+**One rule for generalized and raw releases alike.** Every released record is read as a
+distribution over the declared leaf values (the ARX hierarchies' values, age 1-100, the two
+classes): a raw value is its own leaf, a generalized value (a hierarchy label, ``*``, an age
+range ``lo-hi`` or ``[lo, hi)``) is spread uniformly over the leaves it covers, independently
+per column (:class:`Spread`). Marginals and the classifier's features are computed from these
+distributions, so a k-anonymous, Mondrian, SafePub or DPHeter release is scored on the same
+scale as a synthetic one (a raw release reduces to the usual definitions):
 
 * **k-marginal score** (NIST CRC / SDNist): for every 3-column marginal, ``1000 x (2 - L1)/2``
-  between the densities of the release and of ``train``; mean over all 84 triples. Columns as
-  they are (age: 74 integer values). Raw-value releases only (MST, AIM, the original).
+  between the release's and ``train``'s densities on the leaves; mean over all 84 triples.
 * **TV 1-way / 2-way**: mean total variation distance over all 1- and 2-column marginals.
 * **Classification**: a random forest (``RandomForestClassifier(random_state=0)``) trained on
-  the release (features: the 8 other columns one-hot, target ``salary-class``), tested on the
-  held-out ``test`` records: accuracy and ROC AUC. SafePub's release is generalized: the test
-  records are generalized with the same scheme before prediction.
+  the release (features: each of the 8 other columns as its leaf distribution, i.e. one-hot
+  for a raw value; target ``salary-class``; DPHeter's partitions weighted by their noisy
+  counts), tested on the held-out ``test`` records (raw, one-hot): accuracy and ROC AUC.
 * **Attacks** (:func:`privgate.core.attacks.run_attacks`, Anonymeter's method, 500 attacks
-  each, seed 0): singling out (multivariate, 3 columns), linkability (the columns split in
-  two halves), inference (worst secret); risk and 95 % interval; and the CRC unique exact-match
-  rate (share of the records unique in ``train`` that appear verbatim in the release).
+  each, seed 0; age read as a number, generalized cells as the regions they stand for):
+  singling out (multivariate, 3 columns), linkability (the columns split in two halves),
+  inference (worst secret); risk and 95 % interval; and the CRC unique exact-match rate.
+
+Rows are appended to ``--rows-file`` (JSON lines) as they are measured, so a stopped run still
+yields its rows (``--render FILE`` writes the section from such a file).
 
 Run from the repository root::
 
@@ -29,12 +40,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import platform
+import json
+import re
 import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,80 +61,242 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 import _environment as environment  # noqa: E402 (script dir)
+import utility_adult  # noqa: E402 (script dir: the k-anonymous releases' policy)
 from _markdown import upsert_section as _upsert  # noqa: E402 (script dir)
 
+from privgate.core import stages  # noqa: E402
+from privgate.core.anonymize import SearchSetup  # noqa: E402
 from privgate.core.attacks import AttackSettings, run_attacks  # noqa: E402
 from privgate.core.dp import Accountant  # noqa: E402
+from privgate.core.dp.dpheter import DPHeterConfig, dpheter_release  # noqa: E402
 from privgate.core.dp.safepub import SafePubConfig, safepub_release  # noqa: E402
 from privgate.core.dp.synthetic import SyntheticConfig, SyntheticDomains, synthesize  # noqa: E402
-from privgate.core.hierarchy import value_key  # noqa: E402
+from privgate.core.hierarchy import ARXHierarchy, value_key  # noqa: E402
+from privgate.core.policy import load_policy  # noqa: E402
+from privgate.validations.schema import validate_input  # noqa: E402
 
 BENCHMARKS_MD = REPO_ROOT / "benchmarks" / "BENCHMARKS.md"
 SECTION_HEADING = "## DP synthetic data and SafePub on Adult, with attack evidence (issue 21)"
-DATA = environment.ARX_DATA
 COLUMNS = [
     "sex", "age", "race", "marital-status", "education", "native-country", "workclass",
     "occupation", "salary-class",
 ]  # fmt: skip
 TARGET = "salary-class"
+CLASSES = ["<=50K", ">50K"]
+FEATURES = [c for c in COLUMNS if c != TARGET]
 DELTA = 1e-6
-
-
-def load() -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    frame = pd.read_csv(DATA / "adult.csv", sep=";", dtype=str)[COLUMNS]
-    hierarchies = environment.arx_adult_hierarchies([c for c in COLUMNS if c != TARGET], DATA)
-    train, test = train_test_split(frame, test_size=0.2, random_state=0, stratify=frame[TARGET])
-    return train.reset_index(drop=True), test.reset_index(drop=True), hierarchies
-
-
-def declared(hierarchies: dict) -> dict[str, list[str]]:
-    """The declared domains: the hierarchies' values, and the two classes (never the data)."""
-    domains = {c: [value_key(v) for v in h.domain] for c, h in hierarchies.items()}
-    domains[TARGET] = ["<=50K", ">50K"]
-    return domains
-
-
-def k_marginal(release: pd.DataFrame, original: pd.DataFrame, k: int = 3) -> float:
-    """Mean ``1000 x (2 - L1) / 2`` over every k-column marginal, values compared as text.
-
-    The input is read as text while synthesizers release numbers (age as integers): compared
-    as they are, 39 and "39" are different cells and every marginal holding age scored as
-    disjoint (the identical table scored 667, MST on Adult 486). Both sides are text here.
-    """
-    release, original = release[COLUMNS].astype(str), original[COLUMNS].astype(str)
-    scores = []
-    for cols in itertools.combinations(COLUMNS, k):
-        a = release.groupby(list(cols)).size() / len(release)
-        b = original.groupby(list(cols)).size() / len(original)
-        both = pd.concat([a, b], axis=1).fillna(0.0)
-        scores.append(1000 * (2 - (both.iloc[:, 0] - both.iloc[:, 1]).abs().sum()) / 2)
-    return float(np.mean(scores))
-
-
-def tv(release: pd.DataFrame, original: pd.DataFrame, k: int) -> float:
-    return 1 - k_marginal(release, original, k) / 1000
-
-
-def classify(release: pd.DataFrame, test: pd.DataFrame) -> tuple[float, float]:
-    features = [c for c in COLUMNS if c != TARGET]
-    both = pd.get_dummies(pd.concat([release[features], test[features]]).astype(str))
-    x_train, x_test = both.iloc[: len(release)], both.iloc[len(release) :]
-    y_train = (release[TARGET] == ">50K").to_numpy()
-    y_test = (test[TARGET] == ">50K").to_numpy()
-    model = RandomForestClassifier(random_state=0, n_jobs=1).fit(x_train, y_train)
-    proba = model.predict_proba(x_test)[:, list(model.classes_).index(True)]
-    return accuracy_score(y_test, proba >= 0.5), roc_auc_score(y_test, proba)
-
-
+#: age as the policy declares it (``policies/adult.yaml``: integer 1-100; ARX's hierarchy
+#: covers the same 100 values). Never the data's minimum and maximum.
+AGE_RANGE = (1, 100)
 N_ATTACKS = 500
 
 
-def attacks(release, train, test, hierarchies=None) -> dict:
+# ------------------------------------------------------------------------------------------
+# Data
+
+
+def load() -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The policy's validated Adult table split 80/20; ``train`` and ``test`` keep their types.
+
+    Read through the release flow's own ingest and schema stages (``policies/adult.yaml``), so
+    the k-anonymous releases get the input the flow would give them.
+    """
+    policy = load_policy(utility_adult.POLICY)
+    hierarchies = stages.load_hierarchies(policy)
+    frame = validate_input(stages.ingest(policy).frame, policy, hierarchies)[COLUMNS]
+    train, test = train_test_split(frame, test_size=0.2, random_state=0, stratify=frame[TARGET])
+    return train.reset_index(drop=True), test.reset_index(drop=True), dict(hierarchies)
+
+
+def declared(hierarchies: Mapping) -> dict[str, list[str]]:
+    """The declared domains: the hierarchies' values, and the two classes (never the data)."""
+    domains = {c: [value_key(v) for v in h.domain] for c, h in hierarchies.items()}
+    domains[TARGET] = list(CLASSES)
+    return domains
+
+
+# ------------------------------------------------------------------------------------------
+# Reading a release as distributions over the declared leaves
+
+_NUMBER = r"[-+]?\d+(?:\.\d*)?"
+_RANGES = (
+    (re.compile(rf"^\s*({_NUMBER})\s*-\s*({_NUMBER})\s*$"), False),  # lo-hi, both included
+    (re.compile(rf"^\s*\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\)\s*$"), True),  # [lo, hi)
+    (re.compile(rf"^\s*\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\]\s*$"), False),  # [lo, hi]
+)
+
+
+class Spread:
+    """Each released value as the set of declared leaves it covers (spread uniformly).
+
+    ``leaves`` maps every column to its declared leaf values (text). A value that is a leaf
+    covers itself; ``*`` covers every leaf; a hierarchy label covers the leaves under it (ARX's
+    Adult hierarchies use no label at two levels for different leaves); a numeric range
+    (``lo-hi``, ``[lo, hi)``, ``[lo, hi]``) covers the numeric leaves inside it. Any other value
+    is an error: a value that covers nothing would silently drop mass from a marginal.
+    """
+
+    def __init__(self, leaves: Mapping[str, Sequence[str]], hierarchies: Mapping = ()) -> None:
+        self.leaves = {c: [str(v) for v in values] for c, values in leaves.items()}
+        self._index = {c: {v: i for i, v in enumerate(vs)} for c, vs in self.leaves.items()}
+        self._labels: dict[str, dict[str, frozenset[int]]] = {c: {} for c in self.leaves}
+        for column, hierarchy in dict(hierarchies).items():
+            keys = [value_key(v) for v in hierarchy.domain]
+            table = hierarchy.generalize(hierarchy.domain)
+            labels: dict[str, set[int]] = {}
+            for level in range(1, table.shape[1]):
+                for leaf, label in zip(keys, table[:, level], strict=True):
+                    labels.setdefault(str(label), set()).add(self._index[column][leaf])
+            self._labels[column] = {k: frozenset(v) for k, v in labels.items()}
+
+    def cover(self, column: str, value: str) -> list[int]:
+        """The leaves (indices) ``value`` stands for in ``column``."""
+        index = self._index[column]
+        if value in index:
+            return [index[value]]
+        if value == "*":
+            return list(range(len(index)))
+        if value in self._labels[column]:
+            return sorted(self._labels[column][value])
+        for pattern, open_high in _RANGES:
+            match = pattern.match(value)
+            if match:
+                lo, hi = float(match.group(1)), float(match.group(2))
+                inside = [
+                    i
+                    for leaf, i in index.items()
+                    if lo <= float(leaf) and (float(leaf) < hi if open_high else float(leaf) <= hi)
+                ]
+                if inside:
+                    return inside
+        raise ValueError(f"{column}: released value {value!r} covers no declared leaf")
+
+    def matrix(self, column: str, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        """Codes of ``values`` and one row per distinct value: its uniform leaf distribution."""
+        codes, uniques = pd.factorize(values.astype(str).to_numpy(), use_na_sentinel=False)
+        rows = np.zeros((len(uniques), len(self.leaves[column])), dtype=np.float64)
+        for row, value in enumerate(uniques):
+            covered = self.cover(column, str(value))
+            rows[row, covered] = 1.0 / len(covered)
+        return codes, rows
+
+
+def raw_spread(*frames: pd.DataFrame) -> Spread:
+    """A spread whose leaves are the values the frames hold (for raw tables only)."""
+    columns = frames[0].columns
+    leaves = {
+        c: sorted(set().union(*(set(f[c].astype(str)) for f in frames)), key=str) for c in columns
+    }
+    return Spread(leaves)
+
+
+def marginal(
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    spread: Spread,
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
+    """The normalized marginal of ``columns`` on the leaves, flattened (uniform spread).
+
+    Records with the same values are grouped first; each group adds its weight times the outer
+    product of its columns' leaf distributions.
+    """
+    weights = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=float)
+    coded = [spread.matrix(c, frame[c]) for c in columns]
+    stacked = np.stack([codes for codes, _ in coded], axis=1)
+    groups, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    mass = np.bincount(inverse.ravel(), weights=weights, minlength=len(groups))
+    first = coded[0][1][groups[:, 0]] * mass[:, None]
+    rest = np.ones((len(groups), 1))
+    for position, (_, rows) in enumerate(coded[1:], start=1):
+        part = rows[groups[:, position]]
+        rest = (rest[:, :, None] * part[:, None, :]).reshape(len(groups), -1)
+    table = (first.T @ rest).ravel()
+    return table / table.sum()
+
+
+def _ordered(columns: Sequence[str], spread: Spread) -> list[str]:
+    # The widest column goes first (the matrix side), the outer product covers the others.
+    return sorted(columns, key=lambda c: -len(spread.leaves[c]))
+
+
+class Scorer:
+    """Marginal scores against ``original`` (its marginals computed once)."""
+
+    def __init__(self, original: pd.DataFrame, spread: Spread) -> None:
+        self.original, self.spread = original, spread
+        self._cache: dict[tuple[str, ...], np.ndarray] = {}
+
+    def _reference(self, columns: tuple[str, ...]) -> np.ndarray:
+        if columns not in self._cache:
+            self._cache[columns] = marginal(self.original, columns, self.spread)
+        return self._cache[columns]
+
+    def mean_tv(self, release: pd.DataFrame, k: int, weights=None) -> float:
+        """Mean total variation distance over every ``k``-column marginal."""
+        distances = []
+        for combo in itertools.combinations(COLUMNS, k):
+            columns = tuple(_ordered(combo, self.spread))
+            ours = marginal(release, columns, self.spread, weights)
+            distances.append(0.5 * float(np.abs(ours - self._reference(columns)).sum()))
+        return float(np.mean(distances))
+
+
+def k_marginal(
+    release: pd.DataFrame,
+    original: pd.DataFrame,
+    k: int = 3,
+    spread: Spread | None = None,
+    weights: np.ndarray | None = None,
+) -> float:
+    """NIST CRC's k-marginal score: mean ``1000 x (2 - L1) / 2`` over every k-column marginal.
+
+    Values are compared as text (39 and "39" are the same age: compared as they are, every
+    marginal holding age once scored as disjoint, the identical table 667). Without a
+    ``spread`` both tables are read as raw values.
+    """
+    spread = spread or raw_spread(release[COLUMNS], original[COLUMNS])
+    return 1000 * (1 - Scorer(original, spread).mean_tv(release, k, weights))
+
+
+def tv(release: pd.DataFrame, original: pd.DataFrame, k: int, spread=None, weights=None) -> float:
+    return 1 - k_marginal(release, original, k, spread, weights) / 1000
+
+
+# ------------------------------------------------------------------------------------------
+# Classification and attacks
+
+
+def features(frame: pd.DataFrame, spread: Spread) -> np.ndarray:
+    """Each feature column as its leaf distribution, side by side."""
+    parts = []
+    for column in FEATURES:
+        codes, rows = spread.matrix(column, frame[column])
+        parts.append(rows[codes])
+    return np.concatenate(parts, axis=1).astype(np.float32)
+
+
+def classify(release, test, spread, weights=None) -> tuple[float, float]:
+    """Accuracy and ROC AUC on ``test`` of a random forest trained on the release."""
+    y_train = (release[TARGET].astype(str) == ">50K").to_numpy()
+    y_test = (test[TARGET].astype(str) == ">50K").to_numpy()
+    model = RandomForestClassifier(random_state=0, n_jobs=1)
+    model.fit(features(release, spread), y_train, sample_weight=weights)
+    proba = model.predict_proba(features(test, spread))
+    if True not in model.classes_:  # a release with one class predicts it everywhere
+        proba = np.zeros(len(test))
+    else:
+        proba = proba[:, list(model.classes_).index(True)]
+    return accuracy_score(y_test, proba >= 0.5), roc_auc_score(y_test, proba)
+
+
+def attacks(release, train, test, hierarchies) -> dict:
     evidence = run_attacks(
-        release.astype(str),
+        release[COLUMNS].astype(str),
         train.astype(str),
         test.astype(str),
         COLUMNS,
+        numeric=("age",),
         hierarchies=hierarchies,
         settings=AttackSettings(n_attacks=N_ATTACKS, seed=0),
     )
@@ -134,135 +308,252 @@ def attacks(release, train, test, hierarchies=None) -> dict:
     return out
 
 
-def measure(name, eps, release, train, test, seconds, generalized=None, hierarchies=None):
-    row = {"release": name, "epsilon": eps, "rows": len(release), "seconds": seconds}
-    if generalized is None:
-        row["k-marginal"] = f"{k_marginal(release, train):.0f}"
-        row["TV 1-way"] = f"{tv(release, train, 1):.4f}"
-        row["TV 2-way"] = f"{tv(release, train, 2):.4f}"
-        acc, auc = classify(release, test)
-    else:
-        row["k-marginal"] = row["TV 1-way"] = row["TV 2-way"] = "— (generalized)"
-        acc, auc = classify(release, generalized(test))
-    row["accuracy"], row["AUC"] = f"{acc:.4f}", f"{auc:.4f}"
+class Bench:
+    """The split, the spread, the reference marginals and where rows go."""
+
+    def __init__(self, args) -> None:
+        self.train, self.test, self.hierarchies = load()
+        self.domains = declared(self.hierarchies)
+        self.spread = Spread(self.domains, self.hierarchies)
+        self.scorer = Scorer(self.train, self.spread)
+        self.rows: list[dict] = []
+        self.rows_file = Path(args.rows_file) if args.rows_file else None
+        self.skip_attacks = args.attacks == 0
+
+    def measure(self, name, eps, release, seconds, weights=None, records=None, note="") -> dict:
+        """Score one release and append its row (also to the rows file)."""
+        row = {"release": name, "epsilon": eps, "seconds": seconds, "note": note}
+        row["rows"] = int(round(weights.sum())) if weights is not None else len(release)
+        started = time.perf_counter()
+        row["k-marginal"] = f"{1000 * (1 - self.scorer.mean_tv(release, 3, weights)):.0f}"
+        row["TV 1-way"] = f"{self.scorer.mean_tv(release, 1, weights):.4f}"
+        row["TV 2-way"] = f"{self.scorer.mean_tv(release, 2, weights):.4f}"
+        acc, auc = classify(release, self.test, self.spread, weights)
+        row["accuracy"], row["AUC"] = f"{acc:.4f}", f"{auc:.4f}"
+        row["utility seconds"] = round(time.perf_counter() - started, 1)
+        started = time.perf_counter()
+        if not self.skip_attacks:
+            attacked = release if records is None else records
+            row.update(attacks(attacked, self.train, self.test, self.hierarchies))
+        row["attack seconds"] = round(time.perf_counter() - started, 1)
+        print(row, flush=True)
+        self.rows.append(row)
+        if self.rows_file is not None:
+            with self.rows_file.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
+        return row
+
+
+# ------------------------------------------------------------------------------------------
+# The releases
+
+
+def k_anonymous(bench: Bench, algorithm: str, k: int) -> None:
+    """The policy's optimal search or strict Mondrian at ``k``, as the release flow runs it."""
+    policy = load_policy(utility_adult.POLICY)
+    changes: dict = {"privacy.k": k}
+    if algorithm == "mondrian":
+        changes["algorithm"] = {"name": "mondrian"}
+    policy = policy.with_overrides(**changes)
     started = time.perf_counter()
-    row.update(attacks(release, train, test, hierarchies))
-    row["attack seconds"] = round(time.perf_counter() - started, 1)
-    print(row, flush=True)
-    return row
+    [table] = stages.anonymize(bench.train, SearchSetup.from_policy(policy, bench.hierarchies))
+    seconds = round(time.perf_counter() - started, 1)
+    note = ""
+    if algorithm == "optimal":
+        note = "levels " + ",".join(str(v) for v in table.result.levels.values())
+    bench.measure(f"{algorithm} k={k}", "—", table.frame[COLUMNS], seconds, note=note)
+
+
+def safepub(bench: Bench, eps: float) -> None:
+    started = time.perf_counter()
+    try:
+        result = safepub_release(
+            bench.train.astype(str),
+            bench.domains,
+            bench.hierarchies,
+            SafePubConfig(eps, DELTA),
+            Accountant((eps, DELTA)),
+        )
+    except ValueError as error:  # refused: stated in the table
+        print(f"safepub eps={eps}: {error}", flush=True)
+        bench.rows.append({"release": "safepub", "epsilon": eps, "note": f"refused: {error}"})
+        return
+    seconds = round(time.perf_counter() - started, 1)
+    name = f"safepub (k={result.k}, beta={result.beta:.3f})"
+    bench.measure(name, eps, result.frame[COLUMNS], seconds)
+
+
+def dpheter(bench: Bench, eps: float, rounds: int) -> None:
+    """DPHeter on the same 9 columns; the class released as a flat attribute.
+
+    DPHeter scores its specializations against a class that it does not release; for a
+    classifier the release needs the class, so ``salary-class`` is also released as a
+    categorical attribute with the flat taxonomy ``{<=50K, >50K} -> *`` (a specialization
+    candidate like any other; the score's class is a copy of it).
+    """
+    frame = bench.train.assign(**{"class (scored)": bench.train[TARGET]})
+    categorical = {c: h for c, h in bench.hierarchies.items() if c != "age"}
+    categorical[TARGET] = ARXHierarchy(
+        TARGET, [[v, "*"] for v in CLASSES], source="declared classes (flat)"
+    )
+    started = time.perf_counter()
+    result = dpheter_release(
+        frame,
+        class_column="class (scored)",
+        class_domain=CLASSES,
+        categorical=categorical,
+        numeric=["age"],
+        numeric_bounds={"age": AGE_RANGE},
+        config=DPHeterConfig(epsilon=eps, rounds=rounds),
+        accountant=Accountant((eps, 0.0)),
+    )
+    seconds = round(time.perf_counter() - started, 1)
+    table = result.table[result.table["count"] > 0].reset_index(drop=True)
+    weights = table["count"].to_numpy(dtype=float)
+    specialized = sorted({s["attribute"] for s in result.specializations})
+    note = f"{len(result.table)} partitions; specialized: {', '.join(specialized) or 'none'}"
+    bench.measure(
+        f"dpheter (h={rounds})",
+        eps,
+        table[COLUMNS],
+        seconds,
+        weights=weights,
+        records=result.expand()[COLUMNS],
+        note=note,
+    )
+
+
+def synthetic(bench: Bench, method: str, eps: float, aim_rounds: int) -> None:
+    domains = SyntheticDomains(
+        COLUMNS,
+        {c: v for c, v in bench.domains.items() if c != "age"},
+        {"age": (float(AGE_RANGE[0]), float(AGE_RANGE[1]))},
+        frozenset({"age"}),
+    )
+    config = SyntheticConfig(method, eps, DELTA, aim_degree=3, aim_rounds=aim_rounds)
+    started = time.perf_counter()
+    result = synthesize(bench.train.astype(str), domains, config, Accountant((eps, DELTA)))
+    seconds = round(time.perf_counter() - started, 1)
+    note = f"{len(result.marginals)} marginals measured"
+    bench.measure(method, eps, result.frame, seconds, note=note)
+
+
+# ------------------------------------------------------------------------------------------
+# Command line
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--epsilons", default="0.5,1,2,10")
+    parser.add_argument("--k", default="5,10")
     parser.add_argument("--aim-rounds", type=int, default=30)
-    parser.add_argument("--methods", default="mst,aim,safepub")
-    parser.add_argument("--attacks", type=int, default=500, help="attacks per kind")
+    parser.add_argument("--dpheter-rounds", type=int, default=8)
+    parser.add_argument("--methods", default="original,optimal,mondrian,safepub,dpheter,mst,aim")
+    parser.add_argument("--attacks", type=int, default=500, help="attacks per kind (0: none)")
+    parser.add_argument("--rows-file", help="append every row to this JSON-lines file")
+    parser.add_argument("--render", help="only render the section from this rows file")
     args = parser.parse_args(argv)
     global N_ATTACKS
     N_ATTACKS = args.attacks
+    if args.render:
+        rows = [json.loads(line) for line in Path(args.render).read_text().splitlines()]
+        text = render(rows, args, None, None, None)
+        print(text)
+        if args.write:
+            _upsert(BENCHMARKS_MD, SECTION_HEADING, text)
+        return 0
     methods = args.methods.split(",")
     epsilons = [float(e) for e in args.epsilons.split(",")]
-    load_before = os.getloadavg()
+    load_before = environment.load_average()
     started_all = time.perf_counter()
-    train, test, hierarchies = load()
-    domains = declared(hierarchies)
-    rows = [measure("original (train itself)", "—", train, train, test, 0.0)]
-    synth_domains = SyntheticDomains(
-        COLUMNS,
-        {c: v for c, v in domains.items() if c != "age"},
-        {"age": (17.0, 90.0)},
-        frozenset({"age"}),
-    )
+    bench = Bench(args)
+    if "original" in methods:
+        bench.measure("original (train itself)", "—", bench.train, 0.0)
+    for algorithm in ("optimal", "mondrian"):
+        if algorithm in methods:
+            for k in (int(x) for x in args.k.split(",")):
+                k_anonymous(bench, algorithm, k)
+    # The fast DP methods first at every epsilon, then the synthesizers (slowest last).
     for eps in epsilons:
-        for method in [m for m in ("mst", "aim") if m in methods]:
-            config = SyntheticConfig(method, eps, DELTA, aim_degree=3, aim_rounds=args.aim_rounds)
-            t = time.perf_counter()
-            result = synthesize(train, synth_domains, config, Accountant((eps, DELTA)))
-            seconds = round(time.perf_counter() - t, 1)
-            rows.append(measure(method, eps, result.frame, train, test, seconds))
-        if "safepub" not in methods:
-            continue
-        t = time.perf_counter()
-        try:
-            sp = safepub_release(
-                train, domains, hierarchies, SafePubConfig(eps, DELTA), Accountant((eps, DELTA))
-            )
-        except ValueError as error:
-            print(f"safepub eps={eps}: {error}", flush=True)
-            rows.append({"release": "safepub", "epsilon": eps, "rows": f"refused: {error}"})
-            continue
-        seconds = round(time.perf_counter() - t, 1)
-
-        def generalize(frame, scheme=sp.scheme):
-            out = frame.copy()
-            for c, level in scheme.items():
-                if c in hierarchies:
-                    out[c] = hierarchies[c].generalize(frame[c].tolist())[:, level].astype(str)
-            return out
-
-        rows.append(
-            measure(
-                f"safepub (k={sp.k}, beta={sp.beta:.3f})",
-                eps,
-                sp.frame,
-                train,
-                test,
-                seconds,
-                generalized=generalize,
-                hierarchies=hierarchies,
-            )
-        )
+        if "safepub" in methods:
+            safepub(bench, eps)
+        if "dpheter" in methods:
+            dpheter(bench, eps, args.dpheter_rounds)
+    for method in ("mst", "aim"):
+        if method in methods:
+            for eps in epsilons:
+                synthetic(bench, method, eps, args.aim_rounds)
     total = time.perf_counter() - started_all
-    text = render(rows, args, load_before, os.getloadavg(), total)
+    text = render(bench.rows, args, load_before, environment.load_average(), total)
     print(text)
     if args.write:
         _upsert(BENCHMARKS_MD, SECTION_HEADING, text)
     return 0
 
 
+HEADERS = [
+    "release", "epsilon", "rows", "seconds", "k-marginal", "TV 1-way", "TV 2-way",
+    "accuracy", "AUC", "singling_out", "linkability", "inference", "unique_exact_match",
+]  # fmt: skip
+
+
 def render(rows, args, load_before, load_after, total) -> str:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO_ROOT
     ).stdout.strip()
-    headers = [
-        "release", "epsilon", "rows", "seconds", "k-marginal", "TV 1-way", "TV 2-way",
-        "accuracy", "AUC", "singling_out", "linkability", "inference", "unique_exact_match",
-    ]  # fmt: skip
+    if load_before is None:
+        when = "rendered from the rows file " + f"`{args.render}`"
+        machine = "see the run's notes below"
+    else:
+        when = f"total run time {total / 60:.1f} min"
+        machine = environment.machine(load_before, load_after, ("numpy", "opendp", "jax"))
     lines = [
         SECTION_HEADING,
         "",
         f"Command (from the repository root): `.venv/bin/python benchmarks/synthetic_adult.py "
         f"{shlex.join(sys.argv[1:])}`",
         "",
-        f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; total run time {total / 60:.1f} min",
-        f"- Machine: nproc {os.cpu_count()}, {platform.processor() or platform.machine()}, "
-        f"Linux {platform.release()}; load average before {load_before[0]:.2f}/"
-        f"{load_before[1]:.2f}/{load_before[2]:.2f}, after {load_after[0]:.2f}/"
-        f"{load_after[1]:.2f}/{load_after[2]:.2f} (shared machine); Python "
-        f"{platform.python_version()}",
+        f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {when}",
+        f"- Machine: {machine}",
         f"- Code: git {commit}",
-        "- Data: ARX `adult.csv` (30,162 records, 9 columns), split 80/20 "
-        "(`train_test_split(random_state=0, stratify=salary-class)`): 24,129 train (the "
-        "release's input), 6,033 test (held out: classifier test set and attack control set).",
-        f"- MST and AIM: `privgate.core.dp.synthetic` (OpenDP 0.16 `opendp[mbi]`), delta = "
-        f"{DELTA:g}, declared domains (ARX hierarchies' values, age 17-90); AIM with 3-way "
-        f"workload, at most {args.aim_rounds} rounds (the published default is 16 x 9 = 144; "
-        "fewer rounds to fit the run time). SafePub: `privgate.core.dp.safepub`, "
-        "delta = 1e-6, 10 % of epsilon for the search, steps = lattice height.",
-        f"- Attacks: `privgate.core.attacks.run_attacks`, {args.attacks} attacks each, seed 0; "
-        "risk [95 % interval]; inference = the worst of the 9 secrets.",
+        "- Data: ARX `adult.csv` through `policies/adult.yaml`'s ingest and schema stages "
+        "(30,162 records, 9 columns), split 80/20 (`train_test_split(random_state=0, "
+        "stratify=salary-class)`): 24,129 train (every release's input), 6,033 test (held out: "
+        "classifier test set and attack control set).",
+        "- Marginals and classifier features, one rule for every release: each released value "
+        "is spread uniformly over the declared leaves it covers (a raw value is its own leaf; "
+        "`*`, a hierarchy label or an age range covers the leaves under it; age leaves 1-100 "
+        "as declared), columns independently; DPHeter's partitions weighted by their noisy "
+        "counts. k-marginal = mean over the 84 three-way marginals of 1000 x (1 - TV); TV "
+        "1-way/2-way = mean total variation over the 9 / 36 marginals. Classifier: random "
+        "forest (scikit-learn defaults, random_state 0) trained on the release, tested on the "
+        "6,033 held-out raw records.",
+        "- optimal / mondrian: `stages.anonymize` with `policies/adult.yaml` (2 % suppression "
+        "for optimal; suppressed records are not released) at k = 5, 10. SafePub: "
+        "`privgate.core.dp.safepub`, delta = 1e-6. DPHeter: `privgate.core.dp.dpheter` "
+        f"(h = {args.dpheter_rounds} rounds, information gain against salary-class, which is "
+        "also released as a flat attribute; age bounds 1-100 declared). MST and AIM: "
+        "`privgate.core.dp.synthetic` (OpenDP 0.16 `opendp[mbi]`), delta = 1e-6, declared "
+        f"domains (age 1-100); AIM with the 3-way workload and at most {args.aim_rounds} rounds.",
+        f"- Attacks: `privgate.core.attacks.run_attacks`, {args.attacks} attacks each, seed 0, "
+        "age numeric, generalized cells read as regions; risk [95 % interval]; inference = the "
+        "worst of the 9 secrets. DPHeter is attacked on its records (each partition repeated "
+        "by its noisy count).",
         "",
-        "| " + " | ".join(headers) + " |",
-        "|" + "---|" * len(headers),
+        "| " + " | ".join(HEADERS) + " |",
+        "|" + "---|" * len(HEADERS),
     ]
     for row in rows:
-        lines.append("| " + " | ".join(str(row.get(h, "")) for h in headers) + " |")
+        lines.append("| " + " | ".join(str(row.get(h, "")) for h in HEADERS) + " |")
     lines.append("")
-    lines.append("Attack seconds per release: " + ", ".join(
-        f"{r['release']} eps={r['epsilon']}: {r.get('attack seconds', '—')}" for r in rows
-    ))  # fmt: skip
+    lines.append("Per release (seconds of utility scoring / of attacks; notes):")
+    lines.append("")
+    for r in rows:
+        lines.append(
+            f"- {r['release']} ε={r['epsilon']}: {r.get('utility seconds', '—')} s / "
+            f"{r.get('attack seconds', '—')} s" + (f"; {r['note']}" if r.get("note") else "")
+        )
     return "\n".join(lines) + "\n"
 
 
