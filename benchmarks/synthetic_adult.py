@@ -319,6 +319,15 @@ class Bench:
         self.rows: list[dict] = []
         self.rows_file = Path(args.rows_file) if args.rows_file else None
         self.skip_attacks = args.attacks == 0
+        self.commit = git_commit()
+
+    def append(self, row: dict) -> None:
+        """Keep ``row`` and append it to the rows file (a stopped run keeps what it measured)."""
+        row["git"] = self.commit
+        self.rows.append(row)
+        if self.rows_file is not None:
+            with self.rows_file.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
 
     def measure(self, name, eps, release, seconds, weights=None, records=None, note="") -> dict:
         """Score one release and append its row (also to the rows file)."""
@@ -337,10 +346,7 @@ class Bench:
             row.update(attacks(attacked, self.train, self.test, self.hierarchies))
         row["attack seconds"] = round(time.perf_counter() - started, 1)
         print(row, flush=True)
-        self.rows.append(row)
-        if self.rows_file is not None:
-            with self.rows_file.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row) + "\n")
+        self.append(row)
         return row
 
 
@@ -376,7 +382,7 @@ def safepub(bench: Bench, eps: float) -> None:
         )
     except ValueError as error:  # refused: stated in the table
         print(f"safepub eps={eps}: {error}", flush=True)
-        bench.rows.append({"release": "safepub", "epsilon": eps, "note": f"refused: {error}"})
+        bench.append({"release": "safepub", "epsilon": eps, "note": f"refused: {error}"})
         return
     seconds = round(time.perf_counter() - started, 1)
     name = f"safepub (k={result.k}, beta={result.beta:.3f})"
@@ -391,22 +397,8 @@ def dpheter(bench: Bench, eps: float, rounds: int) -> None:
     categorical attribute with the flat taxonomy ``{<=50K, >50K} -> *`` (a specialization
     candidate like any other; the score's class is a copy of it).
     """
-    frame = bench.train.assign(**{"class (scored)": bench.train[TARGET]})
-    categorical = {c: h for c, h in bench.hierarchies.items() if c != "age"}
-    categorical[TARGET] = ARXHierarchy(
-        TARGET, [[v, "*"] for v in CLASSES], source="declared classes (flat)"
-    )
     started = time.perf_counter()
-    result = dpheter_release(
-        frame,
-        class_column="class (scored)",
-        class_domain=CLASSES,
-        categorical=categorical,
-        numeric=["age"],
-        numeric_bounds={"age": AGE_RANGE},
-        config=DPHeterConfig(epsilon=eps, rounds=rounds),
-        accountant=Accountant((eps, 0.0)),
-    )
+    result = _dpheter_result(bench, eps, rounds)
     seconds = round(time.perf_counter() - started, 1)
     table = result.table[result.table["count"] > 0].reset_index(drop=True)
     weights = table["count"].to_numpy(dtype=float)
@@ -420,6 +412,24 @@ def dpheter(bench: Bench, eps: float, rounds: int) -> None:
         weights=weights,
         records=result.expand()[COLUMNS],
         note=note,
+    )
+
+
+def _dpheter_result(bench: Bench, eps: float, rounds: int):
+    frame = bench.train.assign(**{"class (scored)": bench.train[TARGET]})
+    categorical = {c: h for c, h in bench.hierarchies.items() if c != "age"}
+    categorical[TARGET] = ARXHierarchy(
+        TARGET, [[v, "*"] for v in CLASSES], source="declared classes (flat)"
+    )
+    return dpheter_release(
+        frame,
+        class_column="class (scored)",
+        class_domain=CLASSES,
+        categorical=categorical,
+        numeric=["age"],
+        numeric_bounds={"age": AGE_RANGE},
+        config=DPHeterConfig(epsilon=eps, rounds=rounds),
+        accountant=Accountant((eps, 0.0)),
     )
 
 
@@ -439,6 +449,81 @@ def synthetic(bench: Bench, method: str, eps: float, aim_rounds: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------
+# The DPHeter paper's comparison: clustering F-measure of DPHeter and SafePub
+
+CLUSTERINGS = (("kmeans", 3), ("kmeans", 5), ("bisecting_kmeans", 3), ("bisecting_kmeans", 5))
+
+
+def _clusterer(method: str, n: int):
+    from sklearn.cluster import BisectingKMeans, KMeans
+
+    if method == "kmeans":  # as privgate.core.utility.cluster_labels
+        return KMeans(n_clusters=n, n_init=10, random_state=0)
+    return BisectingKMeans(n_clusters=n, random_state=0)
+
+
+def release_clusters(release, weights, generalized, spread, method, n) -> np.ndarray:
+    """Each original record's cluster under the release's clustering (the paper's protocol).
+
+    The release is clustered (records weighted by their count) in the leaf-distribution space of
+    :func:`features`; every original record is generalized as the release generalizes it
+    (``generalized``: SafePub's scheme, DPHeter's leaf partition) and takes the cluster the
+    release's clustering gives that generalized record.
+    """
+    model = _clusterer(method, n).fit(features(release, spread), sample_weight=weights)
+    return model.predict(features(generalized, spread))
+
+
+def fmeasure_rows(bench: Bench, epsilons, repetitions: int, rounds: int) -> list[dict]:
+    """F-measure of DPHeter and SafePub releases against the original's clustering."""
+    from privgate.core.utility import cluster_labels, f_measure
+
+    original = features(bench.train, bench.spread)
+    truth = {(m, n): cluster_labels(original, n, m, seed=0) for m, n in CLUSTERINGS}
+    rows = []
+    for eps in epsilons:
+        for repetition in range(repetitions):
+            for name, (release, weights, generalized) in _generalizing(bench, eps, rounds).items():
+                row = {
+                    "kind": "fmeasure",
+                    "release": name,
+                    "epsilon": eps,
+                    "repetition": repetition,
+                }
+                for method, n in CLUSTERINGS:
+                    predicted = release_clusters(
+                        release, weights, generalized, bench.spread, method, n
+                    )
+                    row[f"{method} {n}"] = round(f_measure(truth[(method, n)], predicted), 4)
+                print(row, flush=True)
+                bench.append(row)
+                rows.append(row)
+    return rows
+
+
+def _generalizing(bench: Bench, eps: float, rounds: int) -> dict:
+    """A SafePub and a DPHeter release: (release, weights, the train records generalized)."""
+    sp = safepub_release(
+        bench.train.astype(str),
+        bench.domains,
+        bench.hierarchies,
+        SafePubConfig(eps, DELTA),
+        Accountant((eps, DELTA)),
+    )
+    generalized = bench.train.astype(str).copy()
+    for column, level in sp.scheme.items():
+        if column in bench.hierarchies:
+            labels = bench.hierarchies[column].generalize(generalized[column].tolist())
+            generalized[column] = np.asarray(labels)[:, level].astype(str)
+    out = {"safepub": (sp.frame[COLUMNS], None, generalized)}
+    dh = _dpheter_result(bench, eps, rounds)
+    table = dh.table.drop(columns="count")
+    partition = dh.partition_index(bench.train.assign(**{"class (scored)": bench.train[TARGET]}))
+    out["dpheter"] = (table, dh.table["count"].to_numpy(dtype=float), table.iloc[partition])
+    return out
+
+
+# ------------------------------------------------------------------------------------------
 # Command line
 
 
@@ -452,12 +537,20 @@ def main(argv=None) -> int:
     parser.add_argument("--methods", default="original,optimal,mondrian,safepub,dpheter,mst,aim")
     parser.add_argument("--attacks", type=int, default=500, help="attacks per kind (0: none)")
     parser.add_argument("--rows-file", help="append every row to this JSON-lines file")
-    parser.add_argument("--render", help="only render the section from this rows file")
+    parser.add_argument(
+        "--fmeasure-reps", type=int, default=0, help="DPHeter vs SafePub F-measure repetitions"
+    )
+    parser.add_argument("--render", help="only render the section from these rows files (a,b)")
     args = parser.parse_args(argv)
     global N_ATTACKS
     N_ATTACKS = args.attacks
     if args.render:
-        rows = [json.loads(line) for line in Path(args.render).read_text().splitlines()]
+        rows = [
+            json.loads(line)
+            for name in args.render.split(",")
+            for line in Path(name).read_text().splitlines()
+            if line.strip()
+        ]
         text = render(rows, args, None, None, None)
         print(text)
         if args.write:
@@ -484,6 +577,8 @@ def main(argv=None) -> int:
         if method in methods:
             for eps in epsilons:
                 synthetic(bench, method, eps, args.aim_rounds)
+    if args.fmeasure_reps:
+        fmeasure_rows(bench, epsilons, args.fmeasure_reps, args.dpheter_rounds)
     total = time.perf_counter() - started_all
     text = render(bench.rows, args, load_before, environment.load_average(), total)
     print(text)
@@ -498,10 +593,36 @@ HEADERS = [
 ]  # fmt: skip
 
 
-def render(rows, args, load_before, load_after, total) -> str:
-    commit = subprocess.run(
+def git_commit() -> str:
+    return subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO_ROOT
     ).stdout.strip()
+
+
+def fmeasure_table(rows: list[dict]) -> list[str]:
+    """Mean (min-max) F-measure per release and epsilon over the repetitions."""
+    if not rows:
+        return []
+    names = [f"{m} {n}" for m, n in CLUSTERINGS]
+    lines = [
+        "| release | epsilon | draws | " + " | ".join(names) + " |",
+        "|" + "---|" * (3 + len(names)),
+    ]
+    keys = sorted({(r["release"], float(r["epsilon"])) for r in rows}, key=lambda k: (k[1], k[0]))
+    for release, eps in keys:
+        sel = [r for r in rows if r["release"] == release and float(r["epsilon"]) == eps]
+        cells = []
+        for name in names:
+            values = [r[name] for r in sel]
+            cells.append(f"{np.mean(values):.3f} ({min(values):.3f}-{max(values):.3f})")
+        lines.append(f"| {release} | {eps:g} | {len(sel)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render(rows, args, load_before, load_after, total) -> str:
+    fmeasure = [r for r in rows if r.get("kind") == "fmeasure"]
+    rows = [r for r in rows if r.get("kind") != "fmeasure"]
+    commit = ", ".join(sorted({r["git"] for r in rows + fmeasure if r.get("git")})) or git_commit()
     if load_before is None:
         when = "rendered from the rows file " + f"`{args.render}`"
         machine = "see the run's notes below"
@@ -554,6 +675,18 @@ def render(rows, args, load_before, load_after, total) -> str:
             f"- {r['release']} ε={r['epsilon']}: {r.get('utility seconds', '—')} s / "
             f"{r.get('attack seconds', '—')} s" + (f"; {r['note']}" if r.get("note") else "")
         )
+    if fmeasure:
+        lines += [
+            "",
+            "DPHeter vs SafePub, the DPHeter paper's measure: F-measure of the original records' "
+            "clustering under the release against their clustering on the original (k-means, "
+            "bisecting k-means; 3 and 5 clusters; seed 0; features = the 8 quasi-identifiers' "
+            "leaf distributions). Each original record is generalized as the release generalizes "
+            "it (SafePub: its scheme; DPHeter: its leaf partition) and takes the cluster the "
+            "release's clustering (weighted by counts) gives it. Mean (min-max) over fresh draws:",
+            "",
+            *fmeasure_table(fmeasure),
+        ]
     return "\n".join(lines) + "\n"
 
 

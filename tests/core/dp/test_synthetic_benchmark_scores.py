@@ -11,6 +11,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -50,3 +51,48 @@ def test_a_different_release_scores_below_1000(bench) -> None:
     release = original.assign(sex="someone-else")
     assert bench.k_marginal(release, original) < 1000.0
     assert bench.tv(release, original, 1) > 0.0
+
+
+def _spread(bench):
+    from privgate.core.hierarchy import ARXHierarchy
+
+    ages = ARXHierarchy("age", [["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3", "*"]])
+    leaves = {c: ["x", "y"] for c in bench.COLUMNS}
+    leaves["age"] = ["1", "2", "3"]
+    return bench.Spread(leaves, {"age": ages})
+
+
+def test_a_generalized_value_is_spread_uniformly_over_the_leaves_it_covers(bench) -> None:
+    spread = _spread(bench)
+    assert spread.cover("age", "1") == [0]
+    assert spread.cover("age", "1-2") == [0, 1]  # the hierarchy's label
+    assert spread.cover("age", "*") == [0, 1, 2]
+    assert spread.cover("age", "[2, 4)") == [1, 2]  # DPHeter's half-open interval
+    assert spread.cover("age", "2-3") == [1, 2]  # Mondrian's closed range
+    with pytest.raises(ValueError, match="covers no declared leaf"):
+        spread.cover("age", "elderly")
+    release = pd.DataFrame({"age": ["1-2", "3"], "sex": ["x", "*"]})
+    np.testing.assert_allclose(bench.marginal(release, ["age"], spread), [0.25, 0.25, 0.5])
+    # Two columns: the outer product of each record's distributions, summed over records.
+    joint = bench.marginal(release, ["age", "sex"], spread).reshape(3, 2)
+    np.testing.assert_allclose(joint, [[0.25, 0], [0.25, 0], [0.25, 0.25]])
+
+
+def test_weights_count_a_row_that_many_times(bench) -> None:
+    spread = _spread(bench)
+    rows = pd.DataFrame({"age": ["1", "3"], "sex": ["x", "y"]})
+    repeated = pd.DataFrame({"age": ["1", "1", "1", "3"], "sex": ["x", "x", "x", "y"]})
+    np.testing.assert_allclose(
+        bench.marginal(rows, ["age", "sex"], spread, np.array([3.0, 1.0])),
+        bench.marginal(repeated, ["age", "sex"], spread),
+    )
+
+
+def test_a_fully_generalized_release_is_scored_by_its_spread_not_dropped(bench) -> None:
+    original = _table(bench)
+    leaves = {c: sorted(set(original[c])) for c in bench.COLUMNS}
+    spread = bench.Spread(leaves)
+    release = original.assign(sex="*")
+    # sex has two leaves, equally frequent in the original: "*" spread over both is exact.
+    assert bench.tv(release, original, 1, spread) == pytest.approx(0.0)
+    assert bench.k_marginal(release, original, 3, spread) < 1000.0  # the triples lose sex
