@@ -277,11 +277,29 @@ def features(frame: pd.DataFrame, spread: Spread) -> np.ndarray:
 
 
 def classify(release, test, spread, weights=None) -> tuple[float, float]:
-    """Accuracy and ROC AUC on ``test`` of a random forest trained on the release."""
-    y_train = (release[TARGET].astype(str) == ">50K").to_numpy()
+    """Accuracy and ROC AUC on ``test`` of a random forest trained on the release.
+
+    The class is read by the same rule as every other column: a release row whose class is
+    generalized (DPHeter's ``*`` where it did not specialize ``salary-class``) counts once per
+    class it covers, with its weight split evenly. Accuracy predicts ``>50K`` at a probability
+    of at least 0.5 (so a release that says nothing about the class, every class ``*``, has
+    AUC 0.5 and the minority rate as accuracy).
+    """
+    weights = np.ones(len(release)) if weights is None else np.asarray(weights, dtype=float)
+    codes, rows = spread.matrix(TARGET, release[TARGET])
+    high = rows[codes][:, spread.leaves[TARGET].index(">50K")]
+    x_train = features(release, spread)
+    if np.all((high == 0) | (high == 1)):  # every class released as it is
+        y_train, sample_weight = high == 1, weights
+    else:
+        x_train = np.concatenate([x_train, x_train])
+        y_train = np.concatenate([np.ones(len(high), bool), np.zeros(len(high), bool)])
+        sample_weight = np.concatenate([weights * high, weights * (1 - high)])
+        keep = sample_weight > 0
+        x_train, y_train, sample_weight = x_train[keep], y_train[keep], sample_weight[keep]
     y_test = (test[TARGET].astype(str) == ">50K").to_numpy()
     model = RandomForestClassifier(random_state=0, n_jobs=1)
-    model.fit(features(release, spread), y_train, sample_weight=weights)
+    model.fit(x_train, y_train, sample_weight=sample_weight)
     proba = model.predict_proba(features(test, spread))
     if True not in model.classes_:  # a release with one class predicts it everywhere
         proba = np.zeros(len(test))

@@ -96,3 +96,16 @@ def test_a_fully_generalized_release_is_scored_by_its_spread_not_dropped(bench) 
     # sex has two leaves, equally frequent in the original: "*" spread over both is exact.
     assert bench.tv(release, original, 1, spread) == pytest.approx(0.0)
     assert bench.k_marginal(release, original, 3, spread) < 1000.0  # the triples lose sex
+
+
+def test_a_release_whose_class_is_generalized_carries_no_class_signal(bench) -> None:
+    original = _table(bench)
+    original[bench.TARGET] = ["<=50K" if i % 3 else ">50K" for i in range(len(original))]
+    leaves = {c: sorted(set(original[c])) for c in bench.COLUMNS}
+    spread = bench.Spread(leaves)
+    _, auc = bench.classify(original, original, spread)
+    assert auc > 0.9  # the class follows the features: learned from the raw release
+    hidden = original.assign(**{bench.TARGET: "*"})
+    accuracy, auc = bench.classify(hidden, original, spread)
+    assert auc == pytest.approx(0.5)
+    assert accuracy == pytest.approx((original[bench.TARGET] == ">50K").mean())
