@@ -309,6 +309,12 @@ def _measurement(columns, keys, config: SyntheticConfig, rho: float, estimator=N
     metric = dp.frame_distance(dp.symmetric_distance())
     d_in = [dp.polars.Bound(per_group=1)]  # one record added or removed
     fit = {"estimator": estimator} if estimator is not None else {}
+    if config.method == "aim" and estimator is None:
+        # Same fit as OpenDP's default; the rounds' workload scores query the model in numpy
+        # instead of eager JAX compiled anew every round (_model_projection).
+        from privgate.core.dp._model_projection import numpy_projection_estimator
+
+        fit = {"estimator": numpy_projection_estimator}
     if config.method == "mst":
         algorithm = dp.mbi.MST(measure_split=config.mst_measure_split, **fit)
     else:
@@ -484,7 +490,9 @@ def records_from_draw(
 def _quick_fit(domain, loss_fn, *, potentials=None):
     from mbi.estimation import mirror_descent
 
-    return mirror_descent(domain, loss_fn, potentials=potentials, iters=1)
+    from privgate.core.dp._model_projection import with_numpy_projection
+
+    return with_numpy_projection(mirror_descent(domain, loss_fn, potentials=potentials, iters=1))
 
 
 def _runs_at(columns, keys, config: SyntheticConfig, rho: float) -> bool:
