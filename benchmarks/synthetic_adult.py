@@ -281,9 +281,9 @@ def classify(release, test, spread, weights=None) -> tuple[float, float]:
 
     The class is read by the same rule as every other column: a release row whose class is
     generalized (DPHeter's ``*`` where it did not specialize ``salary-class``) counts once per
-    class it covers, with its weight split evenly. Accuracy predicts ``>50K`` at a probability
-    of at least 0.5 (so a release that says nothing about the class, every class ``*``, has
-    AUC 0.5 and the minority rate as accuracy).
+    class it covers, with its weight split evenly (a release whose every class is ``*`` says
+    nothing about it: AUC near 0.5, up to the forest's bootstrap). Accuracy predicts ``>50K``
+    at a probability of at least 0.5.
     """
     weights = np.ones(len(release)) if weights is None else np.asarray(weights, dtype=float)
     codes, rows = spread.matrix(TARGET, release[TARGET])
@@ -342,6 +342,7 @@ class Bench:
     def append(self, row: dict) -> None:
         """Keep ``row`` and append it to the rows file (a stopped run keeps what it measured)."""
         row["git"] = self.commit
+        row["command"] = shlex.join(sys.argv[1:])
         self.rows.append(row)
         if self.rows_file is not None:
             with self.rows_file.open("a", encoding="utf-8") as handle:
@@ -559,6 +560,7 @@ def main(argv=None) -> int:
         "--fmeasure-reps", type=int, default=0, help="DPHeter vs SafePub F-measure repetitions"
     )
     parser.add_argument("--render", help="only render the section from these rows files (a,b)")
+    parser.add_argument("--notes", help="markdown placed under the heading (how the rows ran)")
     args = parser.parse_args(argv)
     global N_ATTACKS
     N_ATTACKS = args.attacks
@@ -647,9 +649,11 @@ def render(rows, args, load_before, load_after, total) -> str:
     else:
         when = f"total run time {total / 60:.1f} min"
         machine = environment.machine(load_before, load_after, ("numpy", "opendp", "jax"))
+    notes = Path(args.notes).read_text().rstrip("\n") + "\n" if args.notes else ""
     lines = [
         SECTION_HEADING,
         "",
+        *([notes] if notes else []),
         f"Command (from the repository root): `.venv/bin/python benchmarks/synthetic_adult.py "
         f"{shlex.join(sys.argv[1:])}`",
         "",
