@@ -19,8 +19,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.stats import norm
-
 __all__ = ["AttackOutcome", "PrivacyRisk", "SuccessRate", "residual_success", "success_rate"]
 
 
@@ -49,6 +47,8 @@ class PrivacyRisk:
 
 
 def _probit(confidence_level: float) -> float:
+    from scipy.stats import norm  # here: scipy.stats takes about a second to import
+
     return float(norm.ppf(0.5 * (1.0 + confidence_level)))
 
 

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import curve_fit
 
 from privgate.core.attacks._confidence import AttackOutcome
 from privgate.core.attacks._space import Condition, ReleaseSpace
@@ -236,6 +235,8 @@ def _correction(control: _Evaluator, queries: Sequence[Query], n_target: int, rn
 
     w_guess = 1.0 / sizes_a.max()
     scale_guess = 1.0 / singling_out_probability_integral(sizes_a.max(), 0.0, w_guess)
+    from scipy.optimize import curve_fit  # here: most runs have no attack to measure
+
     popt, _ = curve_fit(
         model, sizes_a, successes_a, bounds=(0, (1, np.inf)), p0=(w_guess, scale_guess)
     )

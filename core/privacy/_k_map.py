@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
-from scipy.stats import poisson
 
 from privgate.core.encoding import ClassStats
 from privgate.core.exceptions import AnonymizationError
@@ -83,6 +82,8 @@ def derived_k(
     ``1 - significance`` (so a class of at least ``k'`` records comes from fewer than ``k``
     people with probability at most ``significance``). Never above ``k``.
     """
+    from scipy.stats import poisson  # here, not at import: scipy.stats takes ~1 s to import
+
     lam = sampling_fraction * k
     threshold = 1.0 - significance
     if estimator == "poisson":

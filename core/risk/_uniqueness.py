@@ -30,14 +30,31 @@ term). The tests check the SNB probabilities against the model summed directly.
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-from scipy import optimize, special, stats
 
 from privgate.core.risk._histogram import SizeHistogram
+
+
+class _OnFirstUse:
+    """A scipy module imported when one of its functions is first used, not when privgate is
+    imported: ``scipy.stats`` alone takes about a second, and most runs never estimate
+    population uniqueness."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+optimize = _OnFirstUse("scipy.optimize")
+special = _OnFirstUse("scipy.special")
+stats = _OnFirstUse("scipy.stats")
 
 Estimator = Literal["pitman", "zayatz", "snb", "dankar"]
 ESTIMATORS: tuple[str, ...] = ("pitman", "zayatz", "snb", "dankar")
