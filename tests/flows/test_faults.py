@@ -104,6 +104,21 @@ def _killed_run(boundary: str, api_url: str, parameters: dict) -> None:
     os._exit(0)  # reached only if the boundary was never crossed: the parent sees exit 0
 
 
+def _killed_run_here(boundary: str, api_url: str, parameters: dict, env: dict) -> None:
+    """:func:`_killed_run` with this test's private data directory and history (the
+    forkserver's environment is the one of the first test that started it, not this one's:
+    without it the child would write its cached stages into another test's folder)."""
+    os.environ.update(env)
+    _killed_run(boundary, api_url, parameters)
+
+
+def _test_environment() -> dict:
+    from privgate.core.history import configured_history_url
+    from privgate.core.locations import data_dir
+
+    return {"PRIVGATE_HISTORY_URL": configured_history_url(), "PRIVGATE_DATA_DIR": str(data_dir())}
+
+
 #: The stage boundaries of a release (task names), and the two sides of the atomic rename.
 BOUNDARIES = [
     "ingest",
@@ -119,12 +134,14 @@ BOUNDARIES = [
 def test_a_run_killed_at_a_stage_boundary_leaves_no_partial_release(demo_csv, tmp_path, boundary):
     from prefect.settings import PREFECT_API_URL
 
+    from privgate.core.retention import dataset_results_dir
+
     day = BOUNDARIES.index(boundary) + 1
     output = tmp_path / "releases"
     parameters = _parameters(demo_csv, output, day)
     child = PROCESSES.Process(
-        target=_killed_run,
-        args=(boundary, PREFECT_API_URL.value(), parameters.model_dump()),
+        target=_killed_run_here,
+        args=(boundary, PREFECT_API_URL.value(), parameters.model_dump(), _test_environment()),
     )
     child.start()
     child.join(timeout=600)
@@ -136,6 +153,9 @@ def test_a_run_killed_at_a_stage_boundary_leaves_no_partial_release(demo_csv, tm
         assert {p.name for p in release.iterdir()} >= {"release.csv", "manifest.json"}
     if boundary in ("verify-and-gate", "report", "publish:before-rename"):
         assert any(n.startswith(".staging-") for n in _working_folders(output)), boundary
+    # The dead run's cached stages are in this test's private data directory, for its retry.
+    cached = dataset_results_dir("census-demo")
+    assert any(p.is_file() for p in cached.rglob("*")), boundary
 
     # The next run sweeps what the dead process left, and publishes exactly once.
     outcome = release_flow(parameters)
@@ -149,13 +169,6 @@ def test_a_run_killed_at_a_stage_boundary_leaves_no_partial_release(demo_csv, tm
 # --- SIGKILL around the release history's record -------------------------------------------
 
 
-def _killed_history_run(boundary: str, api_url: str, parameters: dict, env: dict) -> None:
-    """:func:`_killed_run` with this test's private data directory (the forkserver's
-    environment is older than the test's)."""
-    os.environ.update(env)
-    _killed_run(boundary, api_url, parameters)
-
-
 @pytest.mark.parametrize("boundary", ["publish:after-rename", "history-record"])
 def test_a_run_killed_around_the_history_record_is_recorded_exactly_once(
     demo_csv, tmp_path, boundary
@@ -165,17 +178,15 @@ def test_a_run_killed_around_the_history_record_is_recorded_exactly_once(
     nothing new and leaves exactly one history record whose people are the release's."""
     from prefect.settings import PREFECT_API_URL
 
-    from privgate.core.history import ReleaseHistory, configured_history_url, row_keys_dir
-    from privgate.core.locations import data_dir
+    from privgate.core.history import ReleaseHistory, row_keys_dir
 
     output = tmp_path / "releases"
     history = {"history.check": True, "history.margin": 0.0}
     parameters = _parameters(demo_csv, output, 20)
     parameters = parameters.model_copy(update={"overrides": {**parameters.overrides, **history}})
-    env = {"PRIVGATE_HISTORY_URL": configured_history_url(), "PRIVGATE_DATA_DIR": str(data_dir())}
     child = PROCESSES.Process(
-        target=_killed_history_run,
-        args=(boundary, PREFECT_API_URL.value(), parameters.model_dump(), env),
+        target=_killed_run_here,
+        args=(boundary, PREFECT_API_URL.value(), parameters.model_dump(), _test_environment()),
     )
     child.start()
     child.join(timeout=600)
