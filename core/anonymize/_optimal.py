@@ -307,7 +307,9 @@ class OptimalLattice(FullDomainAlgorithm):
         levels = [int(v) for v in nodes[best_node]]
         best_outcome = checker.known(levels) if persons is None else None
         if best_outcome is not None and best_outcome.outliers == 0:
-            suppressed = np.zeros(checker.n_rows, dtype=bool)  # every class of it satisfies
+            # Every class of it satisfies. One flag per row of *this* frequency set: a subset's
+            # (local recoding's later rounds) has fewer rows than the table it was encoded from.
+            suppressed = np.zeros(len(freq.row_to_tuple), dtype=bool)
         elif persons is None:
             suppressed = failing_tuples(freq, levels, self.models, checker.allowance)[
                 freq.row_to_tuple

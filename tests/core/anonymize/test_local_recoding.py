@@ -123,3 +123,22 @@ def test_models_that_do_not_survive_a_union_are_refused() -> None:
             **{"algorithm.name": "local_recoding",
                "privacy.risk": {"average": 0.1}}
         )  # fmt: skip
+
+
+def test_a_later_round_on_fewer_records_suppresses_per_record_of_its_own_round() -> None:
+    """Regression (found by the property test above): a round whose optimum suppressed nobody
+    returned one flag per row of the whole table instead of per remaining record, and the
+    next round failed with an IndexError."""
+    df = pd.DataFrame({
+        "q0": ["q0v0", "q0v0", "q0v1", "q0v0", "q0v1", "q0v2", "q0v0", "q0v1", "q0v4"],
+        "s": list("yxxzyyyyy"),
+    })  # fmt: skip
+    domain = [f"q0v{i}" for i in range(5)]
+    hierarchies = {"q0": taxonomy_hierarchy("q0", {"q0g0": domain[:2], "q0g1": domain[2:]})}
+    encoded = encode_table(df, hierarchies, [])
+    result = LocalRecoding([KAnonymity(k=2)], suppression_limit=0.3).anonymize(
+        SearchInput(df, None, encoded)
+    )
+    release = release_table(df, result, ["q0", "s"])
+    kept = release[release["q0"] != "*"] if "*" in set(release["q0"]) else release
+    assert kept.groupby("q0").size().min() >= 2
