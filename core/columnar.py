@@ -9,12 +9,14 @@ re-reading of the written file both work on these codes; no Python object is mad
 The cells are exactly those :func:`core.textcsv.read_text_columns` reads (the reference
 reader): pyarrow splits the file with quoting *off*, and a file in which any value holds a
 quote character, a NUL byte or more characters than the ``csv`` module's field limit, or has
-a blank line, or whose rows pyarrow cannot split into the header's width, is read again by
+a blank line, or starts with a byte-order mark and has no header (pyarrow drops the mark),
+or whose rows pyarrow cannot split into the header's width, is read again by
 the reference reader, which either reads it (the same cells) or refuses it with its own
 message. Without a quote character a CSV line is split on the delimiter alone, so the two
 readers cannot disagree on a file pyarrow accepts. Writing is the mirror image: a column set
-whose texts hold no delimiter, quote or line break is written unquoted by pyarrow, which is
-the text :func:`core.textcsv.write_text_columns` writes; any other is written by that function.
+of two or more columns whose texts hold no delimiter, quote or line break is written unquoted
+by pyarrow, which is the text :func:`core.textcsv.write_text_columns` writes; any other is
+written by that function.
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ def _header(path: Path, delimiter: str, codec: str, header: bool) -> list[str] |
     )
     if len(names) < 2 or any(not n for n in names) or len(set(names)) != len(names):
         return None  # one column (a blank line is a row of it), or a bad header
+    if not header and first[0].startswith("\ufeff"):
+        return None  # a byte-order mark the codec keeps (utf-16-le): pyarrow would drop it
     return names
 
 
@@ -219,7 +223,9 @@ def write_coded_csv(
     """
     names = list(columns)
     texts = [*names, *(t for c in columns.values() for t in c.values.tolist())]
-    if not names or any(_needs_quotes(str(t), delimiter) for t in texts):
+    # One column: the csv module writes a missing cell as ``""``, pyarrow as an empty line
+    # (a blank line, which a reader refuses mid-file and drops at its end).
+    if len(names) < 2 or any(_needs_quotes(str(t), delimiter) for t in texts):
         cells = {name: column.text(rows) for name, column in columns.items()}
         write_text_columns(path, cells, delimiter)
         return

@@ -100,6 +100,31 @@ def test_coded_writer_quotes_like_the_reference_when_a_value_needs_it(tmp_path):
     assert read_coded_csv(tmp_path / "coded.csv")["b"].tolist() == ["1", "line\nbreak", "3"]
 
 
+@pytest.mark.parametrize("missing_at", [1, 2])
+def test_coded_writer_writes_a_one_column_tables_missing_cell_as_the_reference_does(
+    tmp_path, missing_at
+):
+    """One column, one missing cell: the csv module writes ``""`` (an empty line would be a
+    blank line, which the reader refuses mid-file and drops at its end), pyarrow an empty line."""
+    cells = {"a": np.array(["x", "y", "z"], dtype=object)}
+    cells["a"][missing_at] = None
+    write_text_columns(tmp_path / "reference.csv", cells)
+    write_coded_csv(tmp_path / "coded.csv", {n: TextCodes.from_text(c) for n, c in cells.items()})
+    assert (tmp_path / "coded.csv").read_bytes() == (tmp_path / "reference.csv").read_bytes()
+    assert read_coded_csv(tmp_path / "coded.csv")["a"].tolist() == cells["a"].tolist()
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_coded_reader_keeps_a_byte_order_mark_the_codec_keeps_without_a_header(tmp_path, encoding):
+    """A codec that does not strip the byte-order mark (utf-16-le) leaves it on the first
+    cell in the reference reader; pyarrow's UTF-8 reader (after transcoding) dropped it."""
+    path = tmp_path / "bom.csv"
+    path.write_bytes("\ufeffx,y\np,q\n".encode(encoding))
+    options = {"encoding": encoding, "header": False}
+    assert _cells(read_coded_csv, path, **options) == _cells(read_text_columns, path, **options)
+    assert _cells(read_coded_csv, path, **options)["column_1"] == ["\ufeffx", "p"]
+
+
 def _write_release(path: Path, rows: list[tuple[str, str, str]]) -> None:
     lines = ["age,zip,disease", *(",".join(r) for r in rows)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
