@@ -645,7 +645,7 @@ def render(rows, args, load_before, load_after, total) -> str:
     commit = ", ".join(sorted({r["git"] for r in rows + fmeasure if r.get("git")})) or git_commit()
     if load_before is None:
         when = "rendered from the rows file " + f"`{args.render}`"
-        machine = "see the run's notes below"
+        machine = "as stated above for the invocations the rows came from"
     else:
         when = f"total run time {total / 60:.1f} min"
         machine = environment.machine(load_before, load_after, ("numpy", "opendp", "jax"))
