@@ -521,20 +521,29 @@ def fmeasure_rows(bench: Bench, epsilons, repetitions: int, rounds: int) -> list
 
 
 def _generalizing(bench: Bench, eps: float, rounds: int) -> dict:
-    """A SafePub and a DPHeter release: (release, weights, the train records generalized)."""
-    sp = safepub_release(
-        bench.train.astype(str),
-        bench.domains,
-        bench.hierarchies,
-        SafePubConfig(eps, DELTA),
-        Accountant((eps, DELTA)),
-    )
-    generalized = bench.train.astype(str).copy()
-    for column, level in sp.scheme.items():
-        if column in bench.hierarchies:
-            labels = bench.hierarchies[column].generalize(generalized[column].tolist())
-            generalized[column] = np.asarray(labels)[:, level].astype(str)
-    out = {"safepub": (sp.frame[COLUMNS], None, generalized)}
+    """A SafePub and a DPHeter release: (release, weights, the train records generalized).
+
+    SafePub refuses some epsilons (its sampling epsilon is at most 5): then DPHeter only.
+    """
+    out = {}
+    try:
+        sp = safepub_release(
+            bench.train.astype(str),
+            bench.domains,
+            bench.hierarchies,
+            SafePubConfig(eps, DELTA),
+            Accountant((eps, DELTA)),
+        )
+    except ValueError as error:
+        print(f"safepub eps={eps}: {error}", flush=True)
+        sp = None
+    if sp is not None:
+        generalized = bench.train.astype(str).copy()
+        for column, level in sp.scheme.items():
+            if column in bench.hierarchies:
+                labels = bench.hierarchies[column].generalize(generalized[column].tolist())
+                generalized[column] = np.asarray(labels)[:, level].astype(str)
+        out["safepub"] = (sp.frame[COLUMNS], None, generalized)
     dh = _dpheter_result(bench, eps, rounds)
     table = dh.table.drop(columns="count")
     partition = dh.partition_index(bench.train.assign(**{"class (scored)": bench.train[TARGET]}))
