@@ -96,12 +96,16 @@ def _level0_codes(column: TextCodes, dictionary: np.ndarray) -> np.ndarray:
 
 
 def _sorted_labels(codes: np.ndarray, labels: np.ndarray) -> TextCodes:
-    texts = [str(v) for v in labels.tolist()]
-    order = sorted(range(len(texts)), key=texts.__getitem__)
-    rank = np.empty(len(texts), dtype=np.int32)
-    rank[order] = np.arange(len(texts), dtype=np.int32)
+    """Codes into sorted label texts; a ``None`` label (a missing cell kept at level 0) stays
+    missing (code ``-1``, an empty cell), as the row engine writes it, not the text "None"."""
+    cells = labels.tolist()
+    present = np.array([i for i, v in enumerate(cells) if v is not None], dtype=np.intp)
+    texts = [str(cells[i]) for i in present.tolist()]
+    order = np.array(sorted(range(len(texts)), key=texts.__getitem__), dtype=np.intp)
+    rank = np.full(len(cells), -1, dtype=np.int32)
+    rank[present[order]] = np.arange(len(texts), dtype=np.int32)
     values = np.empty(len(texts), dtype=object)
-    values[:] = [texts[i] for i in order]
+    values[:] = [texts[i] for i in order.tolist()]
     return TextCodes(rank[codes], values)
 
 

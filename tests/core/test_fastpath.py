@@ -83,3 +83,52 @@ def test_columnar_engine_releases_what_the_row_engine_releases(shared_data, tmp_
         return sorted(zip(*(c.tolist() for c in columns.values()), strict=True))
 
     assert rows(written) == rows(expected)
+
+
+def test_columnar_engine_writes_a_missing_quasi_identifier_kept_at_level_0_as_missing(
+    shared_data, tmp_path
+):
+    """A missing workclass ('?') kept at level 0 is released as an empty cell, as the row
+    engine releases it; the columnar engine wrote the text "None" (a category no input held)."""
+    from privgate.core.anonymize import (
+        SearchInput,
+        full_domain_setup,
+        make_algorithm,
+        release_columns,
+    )
+    from privgate.core.fastpath import anonymize_csv
+    from privgate.core.policy import load_policy
+    from privgate.core.textcsv import read_text_columns, write_text_columns
+
+    cells = read_text_columns(shared_data("arx/adult.csv"), delimiter=";")
+    cells["workclass"][::97] = "?"
+    data = tmp_path / "adult_missing.csv"
+    write_text_columns(data, cells, delimiter=";")
+    policy = load_policy(REPO / "policies" / "adult.yaml").with_overrides(
+        **{
+            "input.path": str(data),
+            "privacy.l_diversity": [{"column": "salary-class", "l": 2}],
+        }
+    )
+    decision, summary = anonymize_csv(policy, tmp_path / "release.csv", shuffle_seed=1)
+    assert decision.passed
+    assert summary["levels"]["workclass"] == 0  # the missing cells are released as such
+
+    setup = full_domain_setup(policy, "test")
+    text = read_text_columns(data, ";", "utf-8", True, ["", "?"])
+    result = make_algorithm(setup).anonymize(SearchInput.prepare(text, setup))
+    expected = release_columns(text, result, setup.released_columns)
+    written = read_text_columns(tmp_path / "release.csv")
+    assert None in written["workclass"].tolist()
+    assert "None" not in written["workclass"].tolist()
+
+    def rows(columns):
+        return sorted(
+            zip(
+                *(["" if v is None else v for v in c.tolist()] for c in columns.values()),
+                strict=True,
+            )
+        )
+
+    assert list(written) == list(expected)
+    assert rows(written) == rows(expected)
