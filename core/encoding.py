@@ -292,6 +292,11 @@ class ClassStats:
         With a person key, each released person's prosecutor risk: ``1 / persons`` of the
         smallest class holding one of their records
         (:func:`privgate.core.privacy.person_class_stats`); ``None`` when rows are the unit.
+    person_samples : dict of str to ndarray of int64, shape (n_classes, n_values), optional
+        With a person key, per sensitive column, each class's persons as a *sample of whole
+        counts*: every person is one observation of one value they hold in the class
+        (:func:`privgate.core.privacy.person_samples`; what Grassberger's entropy estimator
+        reads). ``None`` when rows are the unit.
     """
 
     sizes: np.ndarray
@@ -301,6 +306,7 @@ class ClassStats:
     population_sizes: np.ndarray | None = None
     population_outside: int = 0
     person_risks: np.ndarray | None = None
+    person_samples: dict[str, np.ndarray] | None = None
 
     @classmethod
     def from_labels(

@@ -1196,12 +1196,7 @@ class ReleasePolicy(_Strict):
                 f"privacy.person_key: algorithm {self.algorithm.name.value!r} counts records, "
                 "not persons; use algorithm 'optimal' with a person key"
             )
-        refused = [
-            f"Grassberger entropy l-diversity of {ld.column!r} (its estimator needs whole "
-            "counts; a person weighs 1 split over their records)"
-            for ld in privacy.l_diversity
-            if ld.variant == "entropy" and ld.estimator == "grassberger"
-        ]
+        refused = []
         if privacy.risk is not None and privacy.risk.suppress:
             refused.append(
                 "risk.suppress (it suppresses whole classes to meet a whole-table limit, "

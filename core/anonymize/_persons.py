@@ -59,7 +59,7 @@ def check_person_models(models: Sequence[PrivacyModel]) -> None:
     if other:
         raise AnonymizationError(
             f"with a person key, {', '.join(other)} cannot be guaranteed per person (no "
-            "per-person definition: Grassberger's entropy, suppress: true on a risk limit, "
+            "per-person definition: suppress: true on a risk limit, "
             "beta-likeness, delta-disclosure, k-map and delta-presence); remove them or "
             "privacy.person_key"
         )
@@ -172,4 +172,7 @@ def _occupied(stats: ClassStats) -> ClassStats:
         stats.overall,
         stats.ordered_values,
         person_risks=stats.person_risks,
+        person_samples=None
+        if stats.person_samples is None
+        else {name: s[held] for name, s in stats.person_samples.items()},
     )

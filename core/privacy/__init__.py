@@ -30,6 +30,7 @@ from privgate.core.privacy._persons import (
     PERSON_MODELS,
     person_class_stats,
     person_histograms,
+    person_samples,
     persons_per_class,
     unsupported_with_persons,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "persons_per_class",
     "person_class_stats",
     "person_histograms",
+    "person_samples",
     "PERSON_COUNTED_MODELS",
     "PERSON_MODELS",
     "unsupported_with_persons",

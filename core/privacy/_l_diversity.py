@@ -111,8 +111,11 @@ class EntropyLDiversity(PrivacyModel):
     class holds at least ``ceil(l)`` distinct values.
 
     With a person key the class's distribution weighs each person 1, split over their
-    records in the class (:func:`privgate.core.privacy.person_histograms`); only the Shannon
-    estimator is defined on such weights.
+    records in the class (:func:`privgate.core.privacy.person_histograms`). Grassberger's
+    estimator needs whole counts: it reads the class's persons as a sample, each person one
+    observation of one value they hold there (of the one the class weighs most when they hold
+    several, :func:`privgate.core.privacy.person_samples`), and the distinct values are those
+    of that sample, never more than the person weights hold.
 
     ``estimator`` chooses how a class's entropy is estimated: ``shannon`` (the plug-in
     entropy of the class's values, Machanavajjhala et al.'s definition) or ``grassberger``
@@ -145,6 +148,8 @@ class EntropyLDiversity(PrivacyModel):
         if self.estimator == "shannon":
             entropy = class_entropies(hist)
         else:
+            if stats.person_samples is not None:  # persons: each one sample, whole counts
+                hist = stats.person_samples[self.column]
             entropy = class_entropies_grassberger(hist)
         distinct = (np.asarray(hist) > 0).sum(axis=1)
         return np.minimum(np.exp(entropy), distinct)

@@ -18,6 +18,12 @@ The argument for each definition is in ``docs/PERSONS.md``; in short:
 * **reference distribution** of t-closeness: the same weighting over the whole *input* (each
   input person weighs 1, split over all their records): the attacker's prior for a record of
   a person drawn at random, compared with the class's posterior;
+* **Grassberger's estimator** reads whole counts: each person in a class is *one sample*
+  (:func:`person_samples`), of the value they hold there if they hold one; a person holding
+  several values there is one sample of the one the class weighs most (ties by the value's
+  text). Moving a person's weight onto the heavier value only concentrates the distribution:
+  the sample majorizes the person weights, so it is never more diverse than they are (by any
+  Schur-concave measure: distinct values, Shannon's entropy);
 * **a person's risk**: ``1 / persons`` of the smallest class holding one of their records
   (:func:`privgate.core.risk.person_risks`); the average and share limits read these.
 """
@@ -45,6 +51,7 @@ __all__ = [
     "PERSON_COUNTED_MODELS",
     "person_class_stats",
     "person_histograms",
+    "person_samples",
     "persons_per_class",
     "unsupported_with_persons",
 ]
@@ -72,8 +79,6 @@ def _why_not_per_person(model: PrivacyModel) -> str | None:
     """Why ``model`` has no per-person definition here (``None`` if it has one)."""
     if not isinstance(model, PERSON_COUNTED_MODELS):
         return "no per-person definition"
-    if isinstance(model, EntropyLDiversity) and model.estimator == "grassberger":
-        return "Grassberger's estimator needs whole counts, and persons weigh fractions"
     if getattr(model, "suppress", False):
         return "suppressing classes to meet a whole-table limit counts records"
     return None
@@ -147,6 +152,68 @@ def person_histograms(
     return out.reshape(n_classes, n_values)
 
 
+#: Person weights within this absolute distance rank as tied (then by the value's text): the
+#: weights are sums of fractions, and an exact tie must not be decided by rounding.
+_WEIGHT_GRID = 1e-9
+
+
+def person_samples(
+    class_ids: np.ndarray,
+    persons: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray,
+    values: np.ndarray,
+) -> np.ndarray:
+    """Per class, each value's count when every person in the class is one sample of it.
+
+    A person whose records in a class all hold ``v`` is one sample of ``v``. A person holding
+    several values there is one sample of the value among theirs that the class weighs most
+    (``weights``, the class's person weights from :func:`person_histograms`; weights within
+    ``1e-9`` tie, and ties go to the value whose text sorts first, a missing value first).
+
+    Why this choice: rank the class's values by weight, heaviest first. A person's weight
+    only moves from values they hold to a value ranked at least as high, so for every ``j``
+    the sample's top-``j`` ranked values hold at least as much as the weights' top-``j``:
+    the sample (``P`` persons) majorizes the weights (also ``P``). Every Schur-concave
+    measure of diversity (the number of distinct values, Shannon's and every Rényi entropy)
+    is then at most its value on the person weights. Where every person holds one value in
+    the class, the sample *is* the person weights. (Grassberger's estimate itself is not
+    Schur-concave, ``{3, 1}`` scores above ``{2, 2}``, so no order between its values on two
+    samples is claimed: the sample fed to it is what is bounded; see docs/PERSONS.md.)
+
+    The choice reads only the class's weights (bit-identical in the search and the gate,
+    see :func:`person_histograms`) and each value's text, never a coding of the values, so
+    the search and the gate draw the same sample.
+
+    Parameters
+    ----------
+    class_ids, persons, codes : ndarray of int, shape (n_rows,)
+    weights : ndarray of float, shape (n_classes, n_values)
+    values : ndarray, shape (n_values,)
+        The value of each code.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_classes, n_values)
+    """
+    n_classes, n_values = weights.shape
+    out = np.zeros(n_classes * n_values, dtype=np.int64)
+    if len(class_ids) == 0:
+        return out.reshape(n_classes, n_values)
+    class_ids = np.asarray(class_ids, dtype=np.int64)
+    persons = np.asarray(persons, dtype=np.int64)
+    codes = np.asarray(codes, dtype=np.int64)
+    text = [(0, "") if v is None else (1, str(v)) for v in values]
+    text_rank = np.empty(n_values, dtype=np.int64)
+    text_rank[sorted(range(n_values), key=text.__getitem__)] = np.arange(n_values)
+    grid = np.round(weights[class_ids, codes] / _WEIGHT_GRID)
+    pair = class_ids * (int(persons.max()) + 1) + persons
+    order = np.lexsort((text_rank[codes], -grid, pair))  # per (class, person): heaviest first
+    first = order[np.r_[True, pair[order][1:] != pair[order][:-1]]]
+    np.add.at(out, class_ids[first] * n_values + codes[first], 1)
+    return out.reshape(n_classes, n_values)
+
+
 def person_class_stats(
     class_ids: np.ndarray,
     n_classes: int,
@@ -158,7 +225,8 @@ def person_class_stats(
     """The classes of a person-keyed table as the privacy models check them.
 
     Sizes are distinct persons (:func:`persons_per_class`), histograms the person weights of
-    :func:`person_histograms`, ``person_risks`` each person's prosecutor risk. ``overall``
+    :func:`person_histograms`, ``person_samples`` the whole-count samples of
+    :func:`person_samples`, ``person_risks`` each person's prosecutor risk. ``overall``
     (per sensitive column, the reference distribution t-closeness compares with) defaults to
     the same person weighting over these rows.
 
@@ -175,14 +243,24 @@ def person_class_stats(
     class_ids = np.asarray(class_ids, dtype=np.int64)
     persons = np.asarray(persons, dtype=np.int64)
     sizes = persons_per_class(class_ids, persons, n_classes)
-    histograms, reference = {}, {}
+    histograms, reference, samples = {}, {}, {}
     for name, codes in sensitive_codes.items():
         m = len(sensitive_values[name])
         histograms[name] = person_histograms(class_ids, persons, codes, n_classes, m)
+        samples[name] = person_samples(
+            class_ids, persons, codes, histograms[name], np.asarray(sensitive_values[name])
+        )
         if overall is not None and name in overall:
             reference[name] = np.asarray(overall[name], dtype=float)
         else:
             total = person_histograms(np.zeros_like(class_ids), persons, codes, 1, m)[0]
             reference[name] = total / max(total.sum(), 1.0)
     risks = person_risks(class_ids, persons, sizes)
-    return ClassStats(sizes, histograms, reference, dict(sensitive_values), person_risks=risks)
+    return ClassStats(
+        sizes,
+        histograms,
+        reference,
+        dict(sensitive_values),
+        person_risks=risks,
+        person_samples=samples,
+    )

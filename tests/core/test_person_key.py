@@ -23,7 +23,7 @@ from privgate.core.hierarchy import taxonomy_hierarchy
 from privgate.core.policy import _validate
 from privgate.core.privacy import (
     DistinctLDiversity,
-    EntropyLDiversity,
+    EstimatedKMap,
     HighestRisk,
     KAnonymity,
     persons_per_class,
@@ -73,8 +73,8 @@ def test_gate_counts_suppression_in_persons_and_refuses_what_it_cannot_count() -
     assert "persons suppressed" in decision.summary
     strict = verify_table(release, ["q"], [KAnonymity(k=3)], persons=persons, input_persons=4)
     assert "1 persons suppressed, more than the limit of 0" in strict.reasons[0]
-    grassberger = EntropyLDiversity(column="s", l=1.5, estimator="grassberger")
-    blocked = verify_table(release, ["q"], [KAnonymity(k=2), grassberger], persons=persons)
+    k_map = EstimatedKMap(k=2, population_size=100)
+    blocked = verify_table(release, ["q"], [KAnonymity(k=2), k_map], persons=persons)
     assert not blocked.passed
     assert any("cannot be verified per person" in r for r in blocked.reasons)
     unkeyed = verify_table(release, ["q"], [KAnonymity(k=2)], persons=["p1", None, "p2", "p3"])
@@ -187,23 +187,6 @@ def _person_policy(**privacy) -> dict:
             },
             "risk.suppress .* cannot be guaranteed per person",
         ),
-        (
-            {
-                "privacy": {
-                    "k": 2,
-                    "person_key": "subject_id",
-                    "l_diversity": [
-                        {
-                            "column": "diagnosis",
-                            "variant": "entropy",
-                            "l": 2,
-                            "estimator": "grassberger",
-                        }
-                    ],
-                }
-            },
-            "Grassberger entropy l-diversity of 'diagnosis'",
-        ),
     ],
 )
 def test_person_key_policy_refusals(change: dict, fragment: str) -> None:
@@ -221,6 +204,7 @@ def test_person_key_policy_accepted_with_person_models() -> None:
     counted = _person_policy(  # every model with a per-person definition (docs/PERSONS.md)
         l_diversity=[
             {"column": "diagnosis", "variant": "entropy", "l": 2},
+            {"column": "diagnosis", "variant": "entropy", "l": 2, "estimator": "grassberger"},
             {"column": "diagnosis", "variant": "recursive", "l": 2, "c": 3},
         ],
         t_closeness=[{"column": "diagnosis", "t": 0.4}],

@@ -40,6 +40,7 @@ from privgate.core.privacy import (
     RiskShareAbove,
     TCloseness,
     person_histograms,
+    person_samples,
 )
 
 HIERARCHIES = {
@@ -78,6 +79,11 @@ def _generalized(frame: pd.DataFrame, node) -> pd.Series:
     return pd.Series(["|".join(parts) for parts in zip(*labels, strict=True)], index=frame.index)
 
 
+def _g(n: int) -> float:
+    """Grassberger's G_n from its formula: -γ - ln 2 + sum over k <= n // 2 of 2 / (2k - 1)."""
+    return -0.5772156649015329 - math.log(2) + sum(2 / (2 * k - 1) for k in range(1, n // 2 + 1))
+
+
 class Reference:
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
@@ -87,16 +93,29 @@ class Reference:
         #: The ordered distance spaces the values the input holds (as the search and the gate)
         self.values = sorted(set(frame["s"]))
 
-    def classes(self, node, kept: set) -> list[tuple[set, dict[str, Fraction]]]:
+    def classes(self, node, kept: set) -> list[tuple[set, dict[str, Fraction], dict]]:
+        """Each class's persons, person weights, and the values each person holds there."""
         rows = self.frame[self.frame["person"].isin(kept)]
         labels = _generalized(rows, node)
-        return [(set(g["person"]), _weights(g)) for _, g in rows.groupby(labels)]
+        return [
+            (set(g["person"]), _weights(g), g.groupby("person")["s"].agg(set).to_dict())
+            for _, g in rows.groupby(labels)
+        ]
 
-    def class_ok(self, model, people: set, weights: dict[str, Fraction]) -> bool:
+    def class_ok(self, model, people: set, weights: dict[str, Fraction], held: dict) -> bool:
         n = len(people)
         share = {v: w / n for v, w in weights.items()}
         if isinstance(model, KAnonymity):
             return n >= model.k
+        if isinstance(model, EntropyLDiversity) and model.estimator == "grassberger":
+            # Each person one sample: of the value they hold, or of the one of theirs the
+            # class weighs most (ties: the value's text first).
+            sample = dict.fromkeys(VALUES, 0)
+            for values in held.values():
+                sample[min(values, key=lambda v: (-weights[v], v))] += 1
+            counts = [c for c in sample.values() if c]
+            entropy = _g(n) - sum(c * _g(c) for c in counts) / n
+            return min(math.exp(entropy), len(counts)) >= model.l * (1 - 1e-9)
         if isinstance(model, EntropyLDiversity):
             entropy = -sum(float(p) * math.log(float(p)) for p in share.values() if p)
             level = min(math.exp(entropy), sum(1 for p in share.values() if p))
@@ -128,7 +147,7 @@ class Reference:
 
     def table_ok(self, model, classes) -> bool:
         risk: dict = {}
-        for people, _ in classes:
+        for people, *_ in classes:
             for p in people:
                 risk[p] = max(risk.get(p, Fraction(0)), Fraction(1, len(people)))
         if isinstance(model, AverageRisk):
@@ -137,7 +156,7 @@ class Reference:
             above = sum(1 for r in risk.values() if r > model.threshold + 1e-12)
             return Fraction(above, len(risk)) <= model.limit + 1e-12
         if isinstance(model, PopulationUniques):
-            sizes = np.array([len(people) for people, _ in classes])
+            sizes = np.array([len(people) for people, *_ in classes])
             if sizes.sum() != len(risk):  # someone in two classes: no sample of persons
                 return False
             stats = ClassStats(sizes, {}, {}, {})  # the estimator itself is the row one
@@ -149,8 +168,8 @@ class Reference:
         while True:
             classes = self.classes(node, kept)
             failing = set()
-            for people, weights in classes:
-                if not all(self.class_ok(m, people, weights) for m in models):
+            for people, weights, held in classes:
+                if not all(self.class_ok(m, people, weights, held) for m in models):
                     failing |= people
             if not failing:
                 return kept
@@ -191,6 +210,8 @@ tables = st.lists(
 MODEL_SETS = [
     [KAnonymity(k=2), EntropyLDiversity(column="s", l=2)],
     [KAnonymity(k=2), EntropyLDiversity(column="s", l=1.8)],
+    [KAnonymity(k=2), EntropyLDiversity(column="s", l=1.5, estimator="grassberger")],
+    [KAnonymity(k=1), EntropyLDiversity(column="s", l=1.9, estimator="grassberger")],
     [KAnonymity(k=2), RecursiveCLDiversity(column="s", c=2, l=2)],
     [KAnonymity(k=1), RecursiveCLDiversity(column="s", c=1.5, l=2)],
     [KAnonymity(k=2), TCloseness(column="s", t=0.3)],
@@ -454,3 +475,130 @@ def test_a_coarser_node_can_fail_where_a_finer_one_holds_so_the_search_does_not_
     assert result.levels == {"q": 0} and result.n_suppressed == 0
     release = apply_generalization(frame, encoded, result, ["q", "s"])
     assert verify_table(release, ["q"], models, persons=frame["person"].to_numpy()).passed
+
+
+# ---------------------------------------------------------------------------------------------
+# Grassberger's estimator per person: each person one sample, never more diverse than weights
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_person_with_several_values_is_one_sample_of_the_one_the_class_weighs_most() -> None:
+    # One class: p0 holds x x y (2/3, 1/3), p1 holds y, p2 holds x: x weighs 5/3, y 4/3, so
+    # p0 is one sample of x. p3 alone in class 1 holds y and z once each: a tie, the text
+    # decides (y).
+    classes = np.array([0, 0, 0, 0, 0, 1, 1])
+    persons = np.array([0, 0, 0, 1, 2, 3, 3])
+    codes = np.array([0, 0, 1, 1, 0, 1, 2])
+    values = np.array(["x", "y", "z"], dtype=object)
+    weights = person_histograms(classes, persons, codes, 2, 3)
+    sample = person_samples(classes, persons, codes, weights, values)
+    assert sample.tolist() == [[2, 1, 0], [0, 1, 0]]
+    # The same whatever the coding of the values (the gate codes them from the written text).
+    recoded = np.array([2, 1, 0])[codes]
+    again = person_samples(
+        classes, persons, recoded, person_histograms(classes, persons, recoded, 2, 3), values[::-1]
+    )
+    assert again[:, ::-1].tolist() == sample.tolist()
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(rows=tables)
+def test_the_person_sample_majorizes_the_person_weights(rows) -> None:
+    """Per class, the sample's k heaviest values hold at least the weights' k heaviest, for
+    every k, and both sum to the class's persons: never more diverse (distinct values,
+    Shannon's entropy) than the person weights."""
+    frame = _frame(rows)
+    classes, _ = pd.factorize(frame["q1"])
+    persons, _ = pd.factorize(frame["person"])
+    codes, values = pd.factorize(frame["s"])
+    n = int(classes.max()) + 1
+    weights = person_histograms(classes, persons, codes, n, len(values))
+    sample = person_samples(classes, persons, codes, weights, np.asarray(values, dtype=object))
+    for w, c in zip(weights, sample, strict=True):
+        top_w = np.cumsum(np.sort(w)[::-1])
+        top_c = np.cumsum(np.sort(c)[::-1])
+        assert np.all(top_c >= top_w - 1e-9) and top_c[-1] == pytest.approx(top_w[-1])
+        assert (c > 0).sum() <= (w > 0).sum()
+        p = w / w.sum()
+        q = c / c.sum()
+        shannon = -sum(x * math.log(x) for x in p if x > 0)
+        assert -sum(x * math.log(x) for x in q if x > 0) <= shannon + 1e-12
+
+
+def test_grassberger_counts_people_where_rows_would_pass() -> None:
+    """The admissions class: over rows, 19 samples of 16 diagnoses; over people, five
+    samples: four of HIV, and P1 (fifteen diagnoses weighing 1/15 each) one of d00."""
+    release, persons = _one_patients_admissions()
+    model = EntropyLDiversity(column="diagnosis", l=3, estimator="grassberger")
+    over_rows = verify_table(release, ["age"], [KAnonymity(k=5), model])
+    assert over_rows.passed, over_rows.reasons
+    over_people = verify_table(
+        release, ["age"], [KAnonymity(k=5), model], persons=persons, input_persons=5
+    )
+    assert not over_people.passed
+    assert any(str(model) in r for r in over_people.reasons)
+    level = over_people.measurements["achieved"][str(model)]
+    assert level == pytest.approx(math.exp(_g(5) - (4 * _g(4) + _g(1)) / 5))
+    # The search: counting rows releases every admission, counting people cannot.
+    frame = release.assign(person=persons)
+    age = {"age": taxonomy_hierarchy("age", {"*": ["40-49"]})}
+    encoded = encode_table(frame, age, ["diagnosis"])
+    models = [KAnonymity(k=1), model]
+    assert OptimalLattice(models, 0.0).search(encoded.frequency_set()).n_suppressed == 0
+    codes, _ = pd.factorize(frame["person"])
+    with pytest.raises(AnonymizationError, match="5 persons"):
+        OptimalLattice(models, 0.0).search(encoded.frequency_set(), persons=codes)
+
+
+GRASSBERGER_SETS = [
+    [KAnonymity(k=1), EntropyLDiversity(column="s", l=1.2, estimator="grassberger")],
+    [KAnonymity(k=2), EntropyLDiversity(column="s", l=1.5, estimator="grassberger")],
+    [KAnonymity(k=2), EntropyLDiversity(column="s", l=2, estimator="grassberger")],
+    [KAnonymity(k=1), EntropyLDiversity(column="s", l=1.9, estimator="grassberger"),
+     TCloseness(column="s", t=0.4)],
+]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(0, 4),  # few persons: most hold several values in a class
+            st.sampled_from("abcd"),
+            st.sampled_from("123"),
+            st.sampled_from(VALUES),
+        ),
+        min_size=4,
+        max_size=18,
+    ),
+    models=st.sampled_from(GRASSBERGER_SETS),
+    limit=st.sampled_from([0.0, 0.25, 0.5]),
+)
+def test_grassberger_per_person_follows_the_reference_node_by_node_and_the_gate_agrees(
+    rows, models, limit
+) -> None:
+    frame = _frame(rows)
+    reference = Reference(frame)
+    encoded = encode_table(frame, HIERARCHIES, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    checker = PersonNodeChecker(encoded.frequency_set(), codes, models, limit)
+    feasible = {}
+    for node in NODES:
+        accepted, kept = reference.accepted(node, models, limit)
+        outcome = checker.evaluate(node)
+        assert outcome.satisfied == accepted, (node, models)
+        assert set(frame["person"][~checker.suppressed_rows(node)]) == kept, node
+        if accepted:
+            feasible[node] = reference.precision(node, kept)
+            release, persons = _release(frame, node, kept)
+            decision = _gate(frame, release, persons, models, limit)
+            assert decision.passed, (node, decision.reasons)
+    search = OptimalLattice(models, limit, metric="precision")
+    if not feasible:
+        with pytest.raises(AnonymizationError, match="persons"):
+            search.search(encoded.frequency_set(), persons=codes)
+        return
+    result = search.search(encoded.frequency_set(), persons=codes)
+    best = min(feasible.values())
+    tied = [n for n, loss in feasible.items() if math.isclose(loss, best, abs_tol=1e-12)]
+    assert tuple(result.levels.values()) == min(tied, key=lambda n: (sum(n), n))
