@@ -23,7 +23,11 @@ __all__ = [
     "FrequencySet",
     "encode_column",
     "encode_table",
+    "group_codes",
 ]
+
+#: Largest span of a mixed-radix key: products of domain sizes up to this fit an int64 key.
+_KEY_SPAN = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,8 @@ def factorize(values: object) -> tuple[np.ndarray, np.ndarray]:
     Missing cells get code ``-1``. Uniques are sorted so that codes do not depend on row order.
     Works without importing pandas (the lean command-line path reads CSV into arrays).
     """
+    if getattr(getattr(values, "dtype", None), "storage", None) == "pyarrow":
+        return _factorize_arrow_text(values)
     if hasattr(values, "factorize"):  # a pandas Series: hash-based and fast
         codes, uniques = values.factorize(sort=True)
         return codes.astype(np.int32), np.asarray(uniques, dtype=object)
@@ -109,6 +115,133 @@ def factorize(values: object) -> tuple[np.ndarray, np.ndarray]:
     remap = np.full(len(found), -1, dtype=np.int32)
     remap[present] = np.arange(len(present), dtype=np.int32)
     return remap[raw], np.array([found[i] for i in present], dtype=object)
+
+
+def _factorize_arrow_text(values: object) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize` of a pandas text column held in Arrow buffers (pandas' ``str``).
+
+    pyarrow's dictionary encoding, then only the few distinct texts sorted (UTF-8 byte order
+    is code-point order, as Python sorts ``str``): about 30 % faster than the Series'
+    ``factorize(sort=True)`` on Adult, the same codes and values.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = pa.array(values.array)
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    encoded = pc.dictionary_encode(array)
+    dictionary = encoded.dictionary
+    order = pc.array_sort_indices(dictionary).to_numpy()
+    rank = np.empty(len(dictionary) + 1, dtype=np.int32)
+    rank[order] = np.arange(len(dictionary), dtype=np.int32)
+    rank[-1] = -1  # a missing cell
+    indices = encoded.indices
+    if encoded.null_count:
+        indices = indices.fill_null(len(dictionary))
+    uniques = np.empty(len(dictionary), dtype=object)
+    uniques[:] = dictionary.to_pylist()
+    return rank[indices.to_numpy()], uniques[order]
+
+
+def _factorize_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each key's group in order of first appearance, the distinct keys in that order, and
+    the rank of each of them among the sorted distinct keys.
+
+    Hash-based (``pandas.factorize``, linear in the rows), only the few distinct keys sorted:
+    on 1M rows with 263k distinct keys about a third of ``np.unique(return_inverse=True)``.
+    """
+    import pandas as pd  # imported by every entry point already; not at module import
+
+    first_seen, uniques = pd.factorize(key, use_na_sentinel=False)
+    uniques = np.asarray(uniques, dtype=np.int64)
+    order = np.argsort(uniques)
+    rank = np.empty(len(uniques), dtype=np.int64)
+    rank[order] = np.arange(len(uniques), dtype=np.int64)
+    return first_seen, uniques, rank
+
+
+def group_codes(
+    parts: Sequence[np.ndarray],
+    radices: Sequence[int],
+    n_rows: int,
+    offset: int = 0,
+    inverse: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Distinct rows of integer code columns, in lexicographic order, with their counts.
+
+    The one grouping behind every frequency set (:meth:`EncodedTable.frequency_set`, and the
+    histograms of the columnar path and of the Dask partitions in :mod:`privgate.core.scale`).
+
+    Parameters
+    ----------
+    parts : sequence of ndarray of int, each shape (n_rows,)
+        Column ``j`` holds codes in ``[-offset, radices[j] - offset)``.
+    radices : sequence of int
+    n_rows : int
+    offset : int, default=0
+        Added to every code in the key (1 for codes with ``-1`` for a missing cell), without
+        copying a column.
+    inverse : bool, default=True
+        Also return each row's tuple (else ``None``: a histogram needs only the counts).
+
+    Returns
+    -------
+    tuples : ndarray of int64, shape (n_distinct, len(parts))
+        The distinct rows (codes as given), sorted lexicographically (column 0 first).
+    row_to_tuple : ndarray of int64, shape (n_rows,), or None
+        Each row's index into ``tuples``.
+    counts : ndarray of int64, shape (n_distinct,)
+
+    Notes
+    -----
+    Each row becomes one mixed-radix int64 key, whose order is the rows' lexicographic order,
+    grouped by one 1-D hash pass; a row-wise ``np.unique(axis=0)`` is 20-30x slower. When the
+    product of the radices would overflow the key, the key built so far is replaced by its
+    rank among its distinct values (same order; its span is the number of distinct prefixes,
+    at most the rows) before the next column is appended, so the key never overflows.
+    """
+    if not len(parts):
+        n_distinct = 1 if n_rows else 0
+        return (
+            np.empty((n_distinct, 0), dtype=np.int64),
+            np.zeros(n_rows, dtype=np.int64) if inverse else None,
+            np.full(n_distinct, n_rows, dtype=np.int64),
+        )
+    key = np.zeros(n_rows, dtype=np.int64)
+    span, ranked = 1, False
+    for part, radix in zip(parts, radices, strict=True):
+        radix = max(int(radix), 1)
+        if span * radix >= _KEY_SPAN:
+            first_seen, uniques, rank = _factorize_keys(key)
+            key = rank[first_seen]
+            span, ranked = max(len(uniques), 1), True
+        key *= radix
+        key += part
+        if offset:
+            key += offset
+        span *= radix
+    first_seen, uniques, rank = _factorize_keys(key)
+    del key
+    n_distinct = len(uniques)
+    counts = np.empty(n_distinct, dtype=np.int64)
+    counts[rank] = np.bincount(first_seen, minlength=n_distinct)
+    row_to_tuple = rank[first_seen] if inverse or ranked else None
+    del first_seen
+    tuples = np.empty((n_distinct, len(parts)), dtype=np.int64)
+    if ranked:  # the key no longer holds the codes: read them off one row of each group
+        representative = np.empty(n_distinct, dtype=np.int64)
+        representative[row_to_tuple] = np.arange(n_rows, dtype=np.int64)
+        for j, part in enumerate(parts):
+            tuples[:, j] = part[representative]
+    else:  # decode the sorted keys digit by digit
+        rest = np.empty(n_distinct, dtype=np.int64)
+        rest[rank] = uniques
+        for j in range(len(parts) - 1, -1, -1):
+            radix = max(int(radices[j]), 1)
+            rest, digit = np.divmod(rest, radix)
+            tuples[:, j] = digit - offset
+    return tuples, row_to_tuple if inverse else None, counts
 
 
 def _factorize_labels(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,24 +340,11 @@ class EncodedTable:
 
     def frequency_set(self) -> FrequencySet:
         """Histogram of the distinct (QI codes, sensitive codes) tuples."""
-        parts = [c.codes.astype(np.int64) for c in self.columns]
-        parts += [self.sensitive_codes[s].astype(np.int64) for s in self.sensitive_codes]
+        parts = [c.codes for c in self.columns]
+        parts += [self.sensitive_codes[s] for s in self.sensitive_codes]
         radices = [len(c.labels[0]) for c in self.columns]
         radices += [len(self.sensitive_values[s]) for s in self.sensitive_codes]
-        if parts and float(np.prod(np.maximum(radices, 1), dtype=float)) < 2.0**62:
-            # One mixed-radix integer per row: a 1-d unique is much faster than a row unique.
-            key = np.zeros(self.n_rows, dtype=np.int64)
-            for part, radix in zip(parts, radices, strict=True):
-                key = key * max(radix, 1) + part
-            _, first, row_to_tuple, counts = np.unique(
-                key, return_index=True, return_inverse=True, return_counts=True
-            )
-            tuples = np.column_stack(parts)[first]
-        else:
-            matrix = np.column_stack(parts) if parts else np.empty((self.n_rows, 0), np.int64)
-            tuples, row_to_tuple, counts = np.unique(
-                matrix, axis=0, return_inverse=True, return_counts=True
-            )
+        tuples, row_to_tuple, counts = group_codes(parts, radices, self.n_rows)
         q = len(self.columns)
         return FrequencySet(
             table=self,

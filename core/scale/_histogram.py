@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from privgate.core.encoding import group_codes
+
 __all__ = ["PartialHistogram", "histogram_from_codes", "merge_histograms", "partition_histogram"]
 
 
@@ -58,26 +60,24 @@ def _sorted_values(values: Sequence[object]) -> np.ndarray:
 
 
 def _group(codes: np.ndarray, sizes: Sequence[int], weights: np.ndarray | None) -> tuple:
-    """Distinct rows of ``codes`` (``-1`` allowed) and their summed weights."""
+    """Distinct rows of ``codes`` (``-1`` allowed) and their summed weights (the engine's
+    one grouping, :func:`privgate.core.encoding.group_codes`)."""
     n, width = codes.shape
-    radices = [s + 1 for s in sizes]
-    if width and float(np.prod(radices, dtype=float)) < 2.0**62:
-        key = np.zeros(n, dtype=np.int64)
-        for j, radix in enumerate(radices):
-            key *= radix
-            key += codes[:, j].astype(np.int64) + 1
-        inverse, uniques = pd.factorize(key)
-        out = np.empty((len(uniques), width), dtype=np.int32)
-        rest = np.asarray(uniques, dtype=np.int64)
-        for j in range(width - 1, -1, -1):
-            out[:, j] = rest % radices[j] - 1
-            rest //= radices[j]
-    else:  # the key would overflow int64: group the code rows directly (slower, exact)
-        out, inverse = np.unique(codes, axis=0, return_inverse=True)
-        out = out.astype(np.int32)
-    inverse = inverse.reshape(-1)
-    counts = np.bincount(inverse, weights=weights, minlength=len(out))
-    return out, counts.astype(np.int64)
+    columns = [codes[:, j] for j in range(width)]
+    return _group_columns(columns, sizes, n, weights)
+
+
+def _group_columns(
+    columns: Sequence[np.ndarray], sizes: Sequence[int], n: int, weights: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of code columns (``-1`` = missing) and their (weighted) counts."""
+    radices = [s + 1 for s in sizes]  # one more value: missing
+    tuples, inverse, counts = group_codes(
+        columns, radices, n, offset=1, inverse=weights is not None
+    )
+    if weights is not None:
+        counts = np.bincount(inverse, weights=weights, minlength=len(tuples))
+    return tuples.astype(np.int32), counts.astype(np.int64)
 
 
 def _column_codes(series: pd.Series, text: bool) -> tuple[np.ndarray, Sequence[object]]:
@@ -128,25 +128,8 @@ def histogram_from_codes(
     a missing cell: the form :class:`privgate.core.columnar.TextCodes` holds. The rows are
     keyed column by column, so no (rows x columns) matrix is built.
     """
-    sizes = [len(v) for v in values]
     n = len(codes[0]) if len(codes) else 0
-    radices = [s + 1 for s in sizes]
-    if not len(codes) or float(np.prod(radices, dtype=float)) >= 2.0**62:
-        matrix = np.column_stack(codes) if len(codes) else np.empty((n, 0), np.int32)
-        tuples, counts = _group(matrix.astype(np.int32, copy=False), sizes, None)
-    else:
-        key = np.zeros(n, dtype=np.int64)
-        for column, radix in zip(codes, radices, strict=True):
-            key *= radix
-            key += column
-            key += 1
-        inverse, uniques = pd.factorize(key)
-        tuples = np.empty((len(uniques), len(codes)), dtype=np.int32)
-        rest = np.asarray(uniques, dtype=np.int64)
-        for j in range(len(codes) - 1, -1, -1):
-            tuples[:, j] = rest % radices[j] - 1
-            rest //= radices[j]
-        counts = np.bincount(inverse, minlength=len(uniques)).astype(np.int64)
+    tuples, counts = _group_columns(list(codes), [len(v) for v in values], n, None)
     return PartialHistogram(
         tuple(columns), tuple(np.asarray(v, dtype=object) for v in values), tuples, counts
     )

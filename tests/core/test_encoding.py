@@ -1,0 +1,143 @@
+"""The grouping behind every frequency set (``group_codes``) and the text factorization,
+against their definitions: a row-wise ``np.unique`` and pandas' ``factorize(sort=True)``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privgate.core.encoding import encode_table, factorize, group_codes
+from privgate.core.hierarchy import ARXHierarchy
+from privgate.core.scale import histogram_from_codes, partition_histogram
+
+
+def _reference(parts: list[np.ndarray], n: int):
+    """The definition: distinct rows of the stacked codes, sorted, with counts."""
+    matrix = np.column_stack(parts) if parts else np.empty((n, 0), np.int64)
+    tuples, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
+    return tuples, inverse.reshape(-1), counts
+
+
+@st.composite
+def _code_columns(draw):
+    """Up to 6 code columns; some radices huge, so that their product overflows int64."""
+    n = draw(st.integers(0, 300))
+    width = draw(st.integers(1, 6))
+    radices = [draw(st.sampled_from([1, 2, 3, 7, 50, 1 << 20, 1 << 40])) for _ in range(width)]
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    # Few distinct values per column even when the radix is huge, so that rows repeat.
+    parts = [
+        rng.choice(rng.integers(0, r, size=min(r, 4)), size=n).astype(np.int64) for r in radices
+    ]
+    return parts, radices, n
+
+
+@settings(max_examples=150, deadline=None)
+@given(_code_columns())
+def test_group_codes_is_the_row_wise_unique(case):
+    parts, radices, n = case
+    tuples, inverse, counts = group_codes(parts, radices, n)
+    expected = _reference(parts, n)
+    np.testing.assert_array_equal(tuples, expected[0])
+    np.testing.assert_array_equal(inverse, expected[1])
+    np.testing.assert_array_equal(counts, expected[2])
+
+
+@settings(max_examples=100, deadline=None)
+@given(_code_columns())
+def test_group_codes_with_missing_codes_and_an_offset(case):
+    parts, radices, n = case
+    # -1 (a missing cell) wherever the code was 0; the radix counts it as a value.
+    shifted = [p - 1 for p in parts]
+    tuples, inverse, counts = group_codes(shifted, radices, n, offset=1)
+    expected = _reference(shifted, n)
+    np.testing.assert_array_equal(tuples, expected[0])
+    np.testing.assert_array_equal(inverse, expected[1])
+    np.testing.assert_array_equal(counts, expected[2])
+    _, none, same_counts = group_codes(shifted, radices, n, offset=1, inverse=False)
+    assert none is None
+    np.testing.assert_array_equal(same_counts, expected[2])
+
+
+def test_group_codes_overflowing_key_is_exact():
+    """Nine columns of 2**20 values: the product (2**180) cannot be one int64 key."""
+    rng = np.random.default_rng(0)
+    parts = [rng.integers(0, 3, 5000) * (1 << 18) for _ in range(9)]
+    tuples, inverse, counts = group_codes(parts, [1 << 20] * 9, 5000)
+    expected = _reference(parts, 5000)
+    np.testing.assert_array_equal(tuples, expected[0])
+    np.testing.assert_array_equal(inverse, expected[1])
+    np.testing.assert_array_equal(counts, expected[2])
+
+
+def _old_frequency_set(encoded):
+    """The frequency set as defined before the hash grouping: a row-wise unique over the
+    QI codes then the sensitive codes."""
+    parts = [c.codes.astype(np.int64) for c in encoded.columns]
+    parts += [encoded.sensitive_codes[s].astype(np.int64) for s in encoded.sensitive_codes]
+    return _reference(parts, encoded.n_rows)
+
+
+def _assert_same_frequency_set(freq, encoded):
+    tuples, inverse, counts = _old_frequency_set(encoded)
+    q = len(encoded.columns)
+    np.testing.assert_array_equal(freq.qi_codes, tuples[:, :q])
+    np.testing.assert_array_equal(freq.sensitive, tuples[:, q:])
+    np.testing.assert_array_equal(freq.counts, counts)
+    np.testing.assert_array_equal(freq.row_to_tuple, inverse)
+
+
+def test_adult_frequency_set_is_the_row_wise_unique(adult):
+    encoded = encode_table(adult.frame, adult.hierarchies, ["salary-class"])
+    freq = encoded.frequency_set()
+    _assert_same_frequency_set(freq, encoded)
+    assert int(freq.counts.sum()) == 30162
+
+
+_VOCAB = ["a", "b", "c", "dé", "Z", "10", "9"]
+
+
+@st.composite
+def _tables(draw):
+    n = draw(st.integers(1, 200))
+    width = draw(st.integers(1, 4))
+    cells = st.one_of(st.none(), st.sampled_from(_VOCAB))
+    data = {f"q{j}": draw(st.lists(cells, min_size=n, max_size=n)) for j in range(width)}
+    sensitive = st.one_of(st.none(), st.sampled_from(["x", "y"]))
+    data["s"] = draw(st.lists(sensitive, min_size=n, max_size=n))
+    text = draw(st.booleans())
+    frame = pd.DataFrame(data, dtype="str" if text else object)
+    return frame, [f"q{j}" for j in range(width)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(_tables())
+def test_random_tables_with_missing_cells(case):
+    frame, qis = case
+    hierarchies = {q: ARXHierarchy(q, [[v, "*"] for v in _VOCAB]) for q in qis}
+    encoded = encode_table(frame, hierarchies, ["s"])
+    _assert_same_frequency_set(encoded.frequency_set(), encoded)
+    # The columnar path's and a partition's histogram hold the same tuples and counts.
+    columns = [*qis, "s"]
+    coded = [factorize(frame[c]) for c in columns]
+    whole = histogram_from_codes(columns, [v for _, v in coded], [c for c, _ in coded])
+    part = partition_histogram(frame, columns)
+    expected = _reference([c.astype(np.int64) for c, _ in coded], len(frame))
+    for h in (whole, part):
+        order = np.lexsort(h.tuples.T[::-1])
+        np.testing.assert_array_equal(h.tuples[order], expected[0])
+        np.testing.assert_array_equal(h.counts[order], expected[2])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.sampled_from(_VOCAB), st.text(max_size=3)), max_size=60))
+def test_factorize_of_arrow_text_is_pandas_sorted_factorize(cells):
+    series = pd.Series(cells, dtype="str")
+    codes, uniques = factorize(series)
+    expected_codes, expected_uniques = series.astype(object).factorize(sort=True)
+    np.testing.assert_array_equal(codes, expected_codes)
+    assert list(uniques) == list(expected_uniques)
+    assert codes.dtype == np.int32
