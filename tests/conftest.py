@@ -60,6 +60,32 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 
+def _merge_forkserver_preloads() -> None:
+    """Make every test module's ``set_forkserver_preload(...)`` add to the one list.
+
+    A process has one fork server, started by the first child and preloading the list set
+    last. Every module sets its list when it is collected, so the last collected one
+    (``tests/flows/test_faults.py``: the flow and Great Expectations) replaced the others, and
+    each child of the ledger and journal tests imported the ledger, OpenDP and scikit-learn
+    itself (about 3 s per child, 70 children in ``make test``). Merged, the server imports
+    every module once and each child starts with all of them.
+    """
+    import multiprocessing.forkserver as forkserver
+
+    merged: list[str] = []
+    replace = forkserver.set_forkserver_preload
+
+    def add(modules_names: list[str]) -> None:
+        merged.extend(name for name in modules_names if name not in merged)
+        replace(list(merged))
+
+    # BaseContext.set_forkserver_preload looks this function up in its module on every call.
+    forkserver.set_forkserver_preload = add
+
+
+_merge_forkserver_preloads()
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Callable[[str], Path]:
     """Return a function mapping a path relative to ``../shared/data`` to an existing file.
