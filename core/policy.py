@@ -1196,13 +1196,7 @@ class ReleasePolicy(_Strict):
                 f"privacy.person_key: algorithm {self.algorithm.name.value!r} counts records, "
                 "not persons; use algorithm 'optimal' with a person key"
             )
-        refused = []
-        if privacy.risk is not None and privacy.risk.suppress:
-            refused.append(
-                "risk.suppress (it suppresses whole classes to meet a whole-table limit, "
-                "which counts records; the limits themselves are counted per person)"
-            )
-        refused += ["beta_likeness"] * bool(privacy.beta_likeness)
+        refused = ["beta_likeness"] * bool(privacy.beta_likeness)
         refused += ["delta_disclosure"] * bool(privacy.delta_disclosure)
         refused += ["k_map"] * (privacy.k_map is not None)
         refused += ["delta_presence"] * (privacy.delta_presence is not None)

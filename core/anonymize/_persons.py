@@ -6,7 +6,10 @@ distinct persons per class (a class of 17 admissions of 3 patients is 3-anonymou
 every person weighing 1, and the risk limits read each person's risk (one definition, shared
 with the gate: :func:`privgate.core.privacy.person_class_stats`; the argument is in
 ``docs/PERSONS.md``). Suppression removes people, never a part of one (a person whose record is
-suppressed from one class loses every record).
+suppressed from one class loses every record). With ``risk.suppress: true``, a whole-table
+limit (average risk, risk share) that fails after the fixed point is met by removing the
+riskiest persons, every person of the smallest classes first, as the row search removes the
+smallest classes' records (:meth:`PersonNodeChecker._suppress_riskiest`).
 
 **The fixed-point rule.** At a node, the people of every class that fails a per-class model
 are removed (with all their records, so other classes lose them too), and the classes are
@@ -59,7 +62,7 @@ def check_person_models(models: Sequence[PrivacyModel]) -> None:
     if other:
         raise AnonymizationError(
             f"with a person key, {', '.join(other)} cannot be guaranteed per person (no "
-            "per-person definition: suppress: true on a risk limit, "
+            "per-person definition: "
             "beta-likeness, delta-disclosure, k-map and delta-presence); remove them or "
             "privacy.person_key"
         )
@@ -115,11 +118,20 @@ class PersonNodeChecker(NodeChecker):
         )
 
     def kept_rows(self, node: Sequence[int]) -> tuple[np.ndarray, np.ndarray, ClassStats]:
-        """Rows kept at ``node`` by the fixed-point rule, each row's class, and the kept
-        classes' statistics (only the classes that keep someone)."""
+        """Rows kept at ``node`` by the fixed-point rule (then, with ``suppress: true`` on a
+        failing whole-table limit, by :meth:`_suppress_riskiest`), each row's class, and the
+        kept classes' statistics (only the classes that keep someone)."""
         class_ids, n_classes = self.freq.classes(node)
         row_class = class_ids[self.freq.row_to_tuple]
-        keep = np.ones(self.n_rows, dtype=bool)
+        keep, stats = self._fixed_point(row_class, n_classes, np.ones(self.n_rows, dtype=bool))
+        keep, stats = self._suppress_riskiest(row_class, n_classes, keep, stats)
+        return keep, row_class, _occupied(stats)
+
+    def _fixed_point(
+        self, row_class: np.ndarray, n_classes: int, keep: np.ndarray
+    ) -> tuple[np.ndarray, ClassStats]:
+        """Remove the persons of every class failing a per-class model until none fails."""
+        keep = keep.copy()
         while True:
             stats = self._row_stats(row_class, n_classes, keep)
             ok = np.ones(n_classes, dtype=bool)
@@ -127,8 +139,32 @@ class PersonNodeChecker(NodeChecker):
                 ok &= model.satisfied_by(stats)
             bad_rows = keep & ~ok[row_class]
             if not bad_rows.any():
-                return keep, row_class, _occupied(stats)
+                return keep, stats
             keep &= ~np.isin(self.persons, np.unique(self.persons[bad_rows]))
+
+    def _suppress_riskiest(
+        self, row_class: np.ndarray, n_classes: int, keep: np.ndarray, stats: ClassStats
+    ) -> tuple[np.ndarray, ClassStats]:
+        """``risk.suppress: true`` counted in persons: while a whole-table limit fails and
+        every failing limit allows suppression, remove every person of the smallest classes
+        (in persons: the riskiest persons, whose risk is ``1 / that size``) with all their
+        records, then apply the fixed-point rule again (a class that lost them may now fail
+        k); stop when the limits hold, nobody is left, or the removed persons exceed the
+        suppression limit (the node then fails in :meth:`evaluate`). The row version
+        (:func:`privgate.core.privacy.suppress_to_meet`) suppresses the smallest classes'
+        records the same way, one whole size at a time."""
+        while keep.any():
+            occupied = _occupied(stats)
+            failing = [m for m in self.models if not m.table_satisfied(occupied)]
+            if not failing or not all(getattr(m, "suppress", False) for m in failing):
+                break
+            if self.n_persons - len(np.unique(self.persons[keep])) > self.allowance:
+                break
+            smallest = occupied.sizes.min()
+            riskiest = keep & (stats.sizes[row_class] == smallest)
+            keep = keep & ~np.isin(self.persons, np.unique(self.persons[riskiest]))
+            keep, stats = self._fixed_point(row_class, n_classes, keep)
+        return keep, stats
 
     def evaluate(self, node: Sequence[int]) -> NodeOutcome:
         node = tuple(int(v) for v in node)

@@ -79,8 +79,6 @@ def _why_not_per_person(model: PrivacyModel) -> str | None:
     """Why ``model`` has no per-person definition here (``None`` if it has one)."""
     if not isinstance(model, PERSON_COUNTED_MODELS):
         return "no per-person definition"
-    if getattr(model, "suppress", False):
-        return "suppressing classes to meet a whole-table limit counts records"
     return None
 
 

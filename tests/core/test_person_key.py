@@ -181,11 +181,10 @@ def _person_policy(**privacy) -> dict:
                 "privacy": {
                     "k": 2,
                     "person_key": "subject_id",
-                    "suppression_limit": 0.1,
-                    "risk": {"average": 0.2, "suppress": True},
+                    "k_map": {"k": 3, "population_size": 1000},
                 }
             },
-            "risk.suppress .* cannot be guaranteed per person",
+            "k_map cannot be guaranteed per person",
         ),
     ],
 )
@@ -208,7 +207,14 @@ def test_person_key_policy_accepted_with_person_models() -> None:
             {"column": "diagnosis", "variant": "recursive", "l": 2, "c": 3},
         ],
         t_closeness=[{"column": "diagnosis", "t": 0.4}],
-        risk={"highest": 0.5, "average": 0.3, "share_above": 0.2, "threshold": 0.4},
+        risk={
+            "highest": 0.5,
+            "average": 0.3,
+            "share_above": 0.2,
+            "threshold": 0.4,
+            "suppress": True,
+        },
+        suppression_limit=0.1,
     )
     policy = _validate(counted, "test")
     assert policy.privacy.person_key == "subject_id"

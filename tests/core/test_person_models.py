@@ -163,8 +163,8 @@ class Reference:
             return model.holds(model.achieved(stats))
         return True
 
-    def fixpoint(self, node, models) -> set:
-        kept = set(self.frame["person"])
+    def fixpoint(self, node, models, kept: set | None = None) -> set:
+        kept = set(self.frame["person"]) if kept is None else set(kept)
         while True:
             classes = self.classes(node, kept)
             failing = set()
@@ -176,9 +176,20 @@ class Reference:
             kept -= failing
 
     def accepted(self, node, models, limit: float) -> tuple[bool, set]:
-        kept = self.fixpoint(node, models)
         everyone = self.frame["person"].nunique()
-        if not kept or everyone - len(kept) > int(limit * everyone + 1e-9):
+        allowed = int(limit * everyone + 1e-9)
+        kept = self.fixpoint(node, models)
+        # risk.suppress: while the failing whole-table limits all allow it, remove every
+        # person of the smallest classes (the riskiest persons) and apply the fixed point again.
+        while kept and everyone - len(kept) <= allowed:
+            classes = self.classes(node, kept)
+            failing = [m for m in models if not self.table_ok(m, classes)]
+            if not failing or not all(getattr(m, "suppress", False) for m in failing):
+                break
+            smallest = min(len(people) for people, *_ in classes)
+            riskiest = set().union(*(p for p, *_ in classes if len(p) == smallest))
+            kept = self.fixpoint(node, models, kept - riskiest)
+        if not kept or everyone - len(kept) > allowed:
             return False, kept
         classes = self.classes(node, kept)
         return all(self.table_ok(m, classes) for m in models), kept
@@ -602,3 +613,98 @@ def test_grassberger_per_person_follows_the_reference_node_by_node_and_the_gate_
     best = min(feasible.values())
     tied = [n for n, loss in feasible.items() if math.isclose(loss, best, abs_tol=1e-12)]
     assert tuple(result.levels.values()) == min(tied, key=lambda n: (sum(n), n))
+
+
+# ---------------------------------------------------------------------------------------------
+# risk.suppress: true per person: the riskiest persons (smallest classes) go first
+# ---------------------------------------------------------------------------------------------
+
+SUPPRESS_SETS = [
+    [KAnonymity(k=1), AverageRisk(limit=0.4, suppress=True)],
+    [KAnonymity(k=1), AverageRisk(limit=0.3, suppress=True)],
+    [KAnonymity(k=2), RiskShareAbove(threshold=0.34, limit=0.2, suppress=True)],
+    [KAnonymity(k=2), EntropyLDiversity(column="s", l=1.5),
+     AverageRisk(limit=0.35, suppress=True)],
+    [KAnonymity(k=1), AverageRisk(limit=0.4, suppress=True),
+     RiskShareAbove(threshold=0.5, limit=0.1, suppress=True)],
+]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(rows=tables, models=st.sampled_from(SUPPRESS_SETS), limit=st.sampled_from([0.2, 0.5]))
+def test_risk_suppression_per_person_follows_the_reference_and_the_gate_agrees(
+    rows, models, limit
+) -> None:
+    frame = _frame(rows)
+    reference = Reference(frame)
+    encoded = encode_table(frame, HIERARCHIES, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    checker = PersonNodeChecker(encoded.frequency_set(), codes, models, limit)
+    feasible = {}
+    for node in NODES:
+        accepted, kept = reference.accepted(node, models, limit)
+        outcome = checker.evaluate(node)
+        assert outcome.satisfied == accepted, (node, models)
+        if accepted:
+            assert set(frame["person"][~checker.suppressed_rows(node)]) == kept, node
+            feasible[node] = reference.precision(node, kept)
+            release, persons = _release(frame, node, kept)
+            decision = _gate(frame, release, persons, models, limit)
+            assert decision.passed, (node, decision.reasons)
+    search = OptimalLattice(models, limit, metric="precision")
+    if not feasible:
+        with pytest.raises(AnonymizationError, match="persons"):
+            search.search(encoded.frequency_set(), persons=codes)
+        return
+    result = search.search(encoded.frequency_set(), persons=codes)
+    best = min(feasible.values())
+    tied = [n for n, loss in feasible.items() if math.isclose(loss, best, abs_tol=1e-12)]
+    assert tuple(result.levels.values()) == min(tied, key=lambda n: (sum(n), n))
+
+
+def _frequent_patient() -> pd.DataFrame:
+    """Ward a: one patient's ten admissions; ward b: ten patients admitted once each."""
+    return pd.DataFrame(
+        {
+            "person": ["P0"] * 10 + [f"P{i}" for i in range(1, 11)],
+            "ward": ["a"] * 10 + ["b"] * 10,
+            "s": ["x"] * 20,
+        }
+    )
+
+
+def test_risk_suppression_removes_the_patient_that_rows_would_release() -> None:
+    """Average risk <= 0.15, suppress: true. Over rows, 2 classes of 20 records: 0.1, nothing
+    suppressed. Over people, P0's risk is 1 and the ten others' 0.1: (1 + 1) / 11 = 0.18;
+    the smallest class (P0 alone) goes, 1 of 11 persons (within 10 %), and 10 persons in one
+    class have 0.1."""
+    frame = _frequent_patient()
+    hierarchy = {"ward": taxonomy_hierarchy("ward", {"*": ["a", "b"]})}
+    encoded = encode_table(frame, hierarchy, ["s"])
+    models = [KAnonymity(k=1), AverageRisk(limit=0.15, suppress=True)]
+    over_rows = OptimalLattice(models, 0.1).search(encoded.frequency_set())
+    assert over_rows.n_suppressed == 0 and over_rows.levels == {"ward": 0}
+    released = frame[["ward", "s"]]
+    rows = verify_table(released, ["ward"], models, input_rows=20, suppression_limit=0.1)
+    assert rows.passed, rows.reasons
+    people = verify_table(
+        released, ["ward"], models, persons=frame["person"], input_persons=11,
+        suppression_limit=0.1,
+    )  # fmt: skip
+    assert not people.passed
+    assert people.measurements["achieved"][str(models[1])] == pytest.approx(2 / 11)
+    codes, _ = pd.factorize(frame["person"])
+    result = OptimalLattice(models, 0.1).search(encoded.frequency_set(), persons=codes)
+    assert result.levels == {"ward": 0}
+    assert set(frame["person"][result.suppressed]) == {"P0"}  # all ten of P0's admissions
+    release = apply_generalization(frame, encoded, result, ["ward", "s"])
+    kept = frame["person"][~result.suppressed].to_numpy()
+    decision = verify_table(
+        release, ["ward"], models, persons=kept, input_persons=11, suppression_limit=0.1
+    )
+    assert decision.passed, decision.reasons
+    assert decision.measurements["suppressed"] == 1
+    # The suppressed persons count against the limit in persons: 1 of 11 exceeds 5 %, so the
+    # search must merge the wards instead (11 persons in one class, 1/11).
+    merged = OptimalLattice(models, 0.05).search(encoded.frequency_set(), persons=codes)
+    assert merged.levels == {"ward": 1} and merged.n_suppressed == 0
