@@ -13,6 +13,11 @@ re-import this module)::
 
     .venv/bin/python -m privgate.flows.scale policies/adult.yaml /tmp/adult_release --k 5
     .venv/bin/python -m privgate.flows.scale POLICY OUT --scheduler-address tcp://10.0.0.5:8786
+    .venv/bin/python -m privgate.flows.scale policies/adult.yaml OUT --input /tmp/s100/parts
+
+A folder of Parquet part files (or a glob of them) as ``--input`` is read as Parquet, one
+partition per part (:func:`privgate.core.scale.input_overrides`): the form a table of 100M
+rows comes in (``python -m privgate.core.scaled_adult ROWS FOLDER`` writes scaled Adult so).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from privgate.core.policy import ReleasePolicy
 from privgate.core.scale import (
     GeneralizationPlan,
     frequency_stage,
+    input_overrides,
     publish_stage,
     reference_stage,
     scale_setup,
@@ -138,7 +144,7 @@ def scale_release_flow(
     Raises ``GateBlockedError`` when the gate blocks the written release: the verify-and-gate
     task fails, so does the flow run, and nothing is published (the CLI exits 3).
     """
-    overrides = {"input.path": input_path} if input_path is not None else None
+    overrides = input_overrides(input_path) if input_path is not None else None
     policy = resolve_policy(policy_path, k, suppression_limit, overrides)
     out = Path(output)
     if out.exists():
@@ -182,7 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("output", help="release folder (Parquet parts); must not exist")
     parser.add_argument("--k", type=int)
     parser.add_argument("--suppression-limit", type=float)
-    parser.add_argument("--input", dest="input_path")
+    parser.add_argument(
+        "--input",
+        dest="input_path",
+        help="another input: a CSV file, or Parquet (a folder of part files, a .parquet "
+        "file or a glob such as 'parts/*.parquet')",
+    )
     parser.add_argument("--blocksize", default="64MB")
     parser.add_argument("--scheduler-address", help="an existing dask scheduler (tcp://...)")
     parser.add_argument("--workers", type=int, default=2, help="local cluster size")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+from dask.dataframe.utils import has_known_categories
 
 from privgate.core.anonymize import (
     FullDomainAlgorithm,
@@ -27,6 +32,7 @@ from privgate.core.scale._verify import reference_from_histogram, verify_parquet
 
 __all__ = [
     "ScaleRun",
+    "input_overrides",
     "anonymize_dask",
     "frequency_stage",
     "publish_stage",
@@ -46,6 +52,25 @@ class ScaleRun:
     output: Path
     levels: dict[str, int]
     summary: dict = field(default_factory=dict)
+
+
+def input_overrides(path: str | Path) -> dict[str, str]:
+    """Policy overrides that point the input at ``path``, as Parquet when it names Parquet.
+
+    A folder (of part files), a ``.parquet`` file or a glob such as ``parts/*.parquet`` is
+    read as Parquet (``input.format: parquet``: every partition as stored); anything else
+    keeps the policy's format (its delimiter and missing-value markers apply to CSV only).
+    Partitioned Parquet is the input a 100M-row table comes in: no text to parse, one
+    partition per part file.
+    """
+    text = str(path)
+    names_parquet = Path(text).is_dir() or text.endswith((".parquet", ".parquet/", ".pq"))
+    if not names_parquet and glob.has_magic(text):
+        names_parquet = any(m.endswith((".parquet", ".pq")) for m in glob.glob(text))
+    changes = {"input.path": text}
+    if names_parquet:
+        changes["input.format"] = "parquet"
+    return changes
 
 
 def scale_setup(policy: ReleasePolicy) -> SearchSetup:
@@ -113,8 +138,31 @@ def write_stage(
     frame = read_input(policy.input, _needed_columns(setup), blocksize)
     release = generalize_frame(frame, plan, shuffle_seed)
     staging = Path(staging)
-    release.to_parquet(str(staging), write_index=False, write_metadata_file=False)
+    release.to_parquet(
+        str(staging),
+        write_index=False,
+        write_metadata_file=False,
+        write_statistics=False,  # min/max per column chunk: the gate reads every row anyway
+        schema=_unknown_categories_schema(release),
+    )
     return staging
+
+
+def _unknown_categories_schema(release) -> dict:
+    """Arrow types for the released columns dask cannot type from its metadata.
+
+    A categorical column read from Parquet (a dictionary column passed through unchanged, e.g.
+    the sensitive one) has categories known only per partition (dask's metadata lists none);
+    dask would type it as a dictionary of nulls and refuse the first partition holding a
+    value. Such a column is written as a dictionary of text, which every partition casts to.
+    """
+    out = {}
+    for name, dtype in release.dtypes.items():
+        if isinstance(dtype, pd.CategoricalDtype) and (
+            not has_known_categories(release[name]) or len(dtype.categories) == 0
+        ):
+            out[name] = pa.dictionary(pa.int32(), pa.large_string())
+    return out
 
 
 def verify_stage(

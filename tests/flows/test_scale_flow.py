@@ -43,6 +43,23 @@ def test_scale_flow_on_a_local_cluster(prefect_harness, adult_policy_path, tmp_p
     _check_adult_release(result, output, adult_policy_path)
 
 
+def test_scale_flow_reads_a_folder_of_parquet_parts(
+    prefect_harness, adult_policy_path, shared_data, tmp_path
+):
+    """``--input FOLDER`` of Parquet part files (Adult split in three) is read as Parquet,
+    one partition per part: the CSV file's release, written as one part per input part."""
+    adult = pd.read_csv(shared_data("arx/adult.csv"), sep=";", dtype="str", keep_default_na=False)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for number, start in enumerate(range(0, len(adult), 11_000)):
+        chunk = adult.iloc[start : start + 11_000].astype("category")
+        chunk.to_parquet(parts / f"part-{number:05d}.parquet", index=False)
+    output = tmp_path / "release"
+    result = run_scale_release(adult_policy_path, str(output), input_path=str(parts))
+    _check_adult_release(result, output, adult_policy_path)
+    assert len(list(output.glob("*.parquet"))) == 3
+
+
 def test_scale_flow_on_an_existing_scheduler(prefect_harness, adult_policy_path, tmp_path):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
