@@ -57,10 +57,19 @@ def published(adult_run) -> ReleaseReport:
     return build_report(status="published", **adult_run)
 
 
-def test_report_has_every_section_in_order_and_embeds_its_plots(published, tmp_path) -> None:
+@pytest.fixture(scope="module")
+def published_html(published, tmp_path_factory) -> str:
+    """The published report as :func:`write_report` writes it, read back from the file.
+
+    Rendered once for the module: drawing its eight figures is most of a test's time, and the
+    tests below read different parts of the same page."""
+    path = write_report(published, tmp_path_factory.mktemp("report") / "report.html")
+    return path.read_text(encoding="utf-8")
+
+
+def test_report_has_every_section_in_order_and_embeds_its_plots(published, published_html) -> None:
     assert published.passed and published.blocked_by == []
-    path = write_report(published, tmp_path / "report.html")
-    html = path.read_text(encoding="utf-8")
+    html = published_html
     page = _parse(html)
     assert (
         tuple(page.sections)
@@ -90,21 +99,21 @@ def test_report_has_every_section_in_order_and_embeds_its_plots(published, tmp_p
     assert "PUBLISHED" in html and "5-anonymity" in html and "0.3-closeness" in html
 
 
-def test_report_shows_the_risk_before_and_after(published) -> None:
+def test_report_shows_the_risk_before_and_after(published, published_html) -> None:
     """The input's and the release's risk, as privgate.core.risk measures them."""
     before, after = published.risk["before"], published.risk["after"]
     assert before["prosecutor"]["highest"] == 1.0  # Adult has sample uniques
     assert after["prosecutor"]["highest"] <= 1 / 5 + 1e-12  # the release is 5-anonymous
     assert after["sample_uniques"] == 0
     assert before["drivers"]["top"]["1"][0]["unique_share"] >= 0
-    html = render_html(published)
+    html = published_html
     risk = html[html.index('id="risk"') : html.index('id="utility"')]
     assert "highest prosecutor risk" in risk and "strongest combination" in risk
     assert f"{after['prosecutor']['average']:.4f}" in risk
 
 
-def test_report_shows_the_numbers(published) -> None:
-    html = render_html(published)
+def test_report_shows_the_numbers(published, published_html) -> None:
+    html = published_html
     u = published.utility
     assert f"{u['loss']['total']:.4f}" in html
     for s in u["classification"]["scores"]:
