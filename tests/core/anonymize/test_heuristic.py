@@ -397,6 +397,7 @@ def test_privgate_anonymize_with_optimal_names_the_heuristic(tmp_path, capsys) -
     assert not out.exists()
 
 
+@pytest.mark.slow  # the Dask path (dask.dataframe, partitions, Parquet): the file's slowest test
 def test_the_dask_path_finds_the_same_node_on_a_wide_table(tmp_path) -> None:
     """The partitioned path searches the merged frequency set of its blocks: the same node as
     the search on the whole table (the search is deterministic), and its gate passes."""

@@ -89,6 +89,7 @@ def _arx_case_spec(adult_policy) -> dict:
     return spec
 
 
+@pytest.mark.slow  # the same whole-Adult search as above, then the gate and the written file
 def test_arx_case_publishes_through_the_python_api(adult_policy, tmp_path) -> None:
     """The same case as a policy, through :func:`privgate.anonymize` (the stages the flow runs:
     the search, then the gate with the input's distribution as the reference), and written:
@@ -108,6 +109,7 @@ def test_arx_case_publishes_through_the_python_api(adult_policy, tmp_path) -> No
     assert (tmp_path / "arx.csv").is_file()
 
 
+@pytest.mark.slow  # the same whole-Adult search as above, in the CLI's reader and writer
 def test_arx_case_publishes_through_privgate_anonymize(adult_policy, tmp_path, capsys) -> None:
     """`privgate anonymize` (one process, its own reader and writer) verifies the written file
     with the input's distribution too: the ARX case exits 0 and its file is written."""
