@@ -42,8 +42,12 @@ from privgate.core.privacy import (
     TCloseness,
 )
 
+#: 100 examples per property (200 before): the file's CPU time 25.6 -> 13.7 s. Each property
+#: still sees every verdict often: k-anonymity passes in 58 % of the tables and fails in 30 %,
+#: distinct l-diversity 41 / 49 %, and Datafly meets an unreachable table in 8 % and each of
+#: generalized / suppressed / both / neither in 5-45 % (``--hypothesis-show-statistics``).
 PROPERTY = settings(
-    max_examples=200,
+    max_examples=100,
     deadline=None,
     derandomize=True,  # the same examples on every run: a failure is always reproducible
     database=None,
