@@ -218,9 +218,21 @@ def _privacy_section(
     return section
 
 
-def _risk_section(original: pd.DataFrame, release: pd.DataFrame, policy: ReleasePolicy) -> dict:
+def _risk_section(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    policy: ReleasePolicy,
+    persons: Sequence[object] | None = None,
+) -> dict:
     """Re-identification risk before (input) and after (release), drivers trimmed to the three
-    strongest combinations of each size."""
+    strongest combinations of each size.
+
+    With a person key, both sides count persons: the input carries its key, and the release
+    is measured with ``persons`` (each written row's person, the gate's private mapping; the
+    key is never written). Measured in records, the release's risks would read lower than the
+    gate's (a patient's ten admissions look like a class of ten) beside an input counted in
+    persons.
+    """
     from privgate.core.risk import DEFAULT_THRESHOLD, analyse
 
     qis = list(policy.quasi_identifiers)
@@ -230,10 +242,13 @@ def _risk_section(original: pd.DataFrame, release: pd.DataFrame, policy: Release
     threshold = risk.highest if risk is not None and risk.highest else DEFAULT_THRESHOLD
     size = risk.population_size if risk is not None else None
     key = policy.person_key
+    after, after_key = release, None  # the person key is never written: the private mapping
+    if key is not None and persons is not None and len(persons) == len(release):
+        after, after_key = release.assign(**{key: np.asarray(persons, dtype=object)}), key
     section: dict = {}
     for name, frame, person_key in (
         ("before", original, key if key in original else None),
-        ("after", release, None),  # the person key is never written
+        ("after", after, after_key),
     ):
         try:
             analysis = analyse(frame, qis, label=name, threshold=threshold,
@@ -372,5 +387,5 @@ def build_report(
             {**validation_summary(original, policy), "warnings": list(input_warnings)}
         ),
         run=_plain(dict(run or {})),
-        risk=_plain(_risk_section(original, table.frame, policy)),
+        risk=_plain(_risk_section(original, table.frame, policy, getattr(table, "persons", None))),
     )

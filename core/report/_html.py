@@ -376,7 +376,13 @@ def _risk(report: ReleaseReport) -> str:
             "1 / class size). Journalist: they only know the person is in a larger population "
             "(shown at its upper bound, the prosecutor risk, unless a population table is "
             "declared). Marketer: the expected share of records re-identified. "
-            f"{population}</p>",
+            + (
+                "Both columns count persons (privacy.person_key): a person's risk is that of "
+                "the smallest class holding one of their records. "
+                if before.get("unit") == after.get("unit") == "persons"
+                else ""
+            )
+            + f"{population}</p>",
             _img(_plots.risk_analysis_figure(before, after), "re-identification risk"),
             _table(["measure", "original", "release"], rows, numeric=(1, 2)),  # fmt: skip
             "<h3>Which quasi-identifiers drive uniqueness</h3>",

@@ -1,0 +1,57 @@
+"""Review 7 of the per-person privacy models (issue #16): counterexamples that must stay fixed.
+
+Each test is a small table built to break a claim of docs/PERSONS.md (review 7 of issue #16):
+it failed before its fix.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+
+
+def _frequent_patient() -> tuple[pd.DataFrame, list[str]]:
+    """Ward a: one patient's ten admissions; ward b: ten patients admitted once each."""
+    persons = ["P0"] * 10 + [f"P{i}" for i in range(1, 11)]
+    frame = pd.DataFrame({"subject_id": persons, "ward": ["a"] * 10 + ["b"] * 10, "s": ["x"] * 20})
+    return frame, persons
+
+
+def test_report_measures_the_release_risk_in_persons_as_the_input() -> None:
+    """The report's re-identification risk section set the input, counted in persons, beside
+    the release counted in records (the person key is never written): ward a's ten
+    admissions of one patient read as a class of ten, a highest prosecutor risk of 0.1,
+    where the patient's risk is 1 (the gate's figure)."""
+    from privgate.core.policy import _validate
+    from privgate.core.report._data import _risk_section
+    from privgate.core.report._html import _risk
+
+    frame, persons = _frequent_patient()
+    policy = _validate(
+        {
+            "dataset": "hospital",
+            "input": {"path": "x.csv"},
+            "columns": {
+                "subject_id": {"role": "identifier"},
+                "ward": {
+                    "role": "quasi_identifier",
+                    "hierarchy": {"kind": "taxonomy", "tree": {"*": ["a", "b"]}},
+                },
+                "s": {"role": "sensitive"},
+            },
+            "privacy": {"k": 2, "person_key": "subject_id"},
+        },
+        "test",
+    )
+    release = frame[["ward", "s"]]
+    section = _risk_section(frame, release, policy, persons)
+    before, after = section["before"], section["after"]
+    assert before["prosecutor"]["highest"] == 1.0
+    assert after["prosecutor"]["highest"] == 1.0  # P0 alone in ward a (rows: 0.1)
+    assert after["prosecutor"]["average"] == before["prosecutor"]["average"]
+    assert after["records"] == 11  # persons
+    # Without the mapping (a release read back alone), records, as before.
+    assert _risk_section(frame, release, policy)["after"]["prosecutor"]["highest"] == 0.1
+    # The page says so (it showed two numbers without their unit).
+    assert "Both columns count persons" in _risk(SimpleNamespace(risk=section))
