@@ -1196,15 +1196,13 @@ class ReleasePolicy(_Strict):
                 f"privacy.person_key: algorithm {self.algorithm.name.value!r} counts records, "
                 "not persons; use algorithm 'optimal' with a person key"
             )
-        refused = ["beta_likeness"] * bool(privacy.beta_likeness)
-        refused += ["delta_disclosure"] * bool(privacy.delta_disclosure)
-        refused += ["k_map"] * (privacy.k_map is not None)
+        refused = ["k_map"] * (privacy.k_map is not None)
         refused += ["delta_presence"] * (privacy.delta_presence is not None)
         if refused:
             raise ValueError(
                 f"privacy.person_key: {'; '.join(refused)} cannot be guaranteed per person "
-                "(no per-person definition, see docs/PERSONS.md); k, every other l-diversity "
-                "variant, t-closeness and the risk limits count persons"
+                "(no per-person definition, see docs/PERSONS.md); k, every l-diversity variant, "
+                "t-closeness, beta-likeness, delta-disclosure and the risk limits count persons"
             )
 
     def _check_local_recoding(self, privacy: PrivacySpec) -> None:

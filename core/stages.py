@@ -59,7 +59,7 @@ from privgate.core.history import (
 from privgate.core.ingest import read_table
 from privgate.core.metrics import precision, table_loss
 from privgate.core.policy import ReleasePolicy
-from privgate.core.privacy import TCloseness
+from privgate.core.privacy import reference_columns
 from privgate.core.publish import StagedRelease, discard, sha256_file, stage_release
 from privgate.core.research_subset import SubsetFacts, select_research_subset, subset_fingerprint
 
@@ -197,8 +197,9 @@ class AnonymizedTable:
     tier: int | None = None
     #: Private facts the gate verifies with, never written to the release: each kept row's
     #: person key (aligned with ``frame``) and the input's number of persons (a person-keyed
-    #: policy), and the input's value counts of the t-closeness columns (the reference
-    #: distribution the search used, see :func:`privgate.core.gate.sensitive_reference`).
+    #: policy), and the input's value counts of the t-closeness, β-likeness and δ-disclosure
+    #: columns (the reference distribution the search used, see
+    #: :func:`privgate.core.gate.sensitive_reference`).
     persons: np.ndarray | None = None
     input_persons: int | None = None
     reference: dict | None = None
@@ -253,7 +254,7 @@ def anonymize(
     data = SearchInput.prepare(frame, setup, ranking)
     algorithm = make_algorithm(setup)
     tables = []
-    t_columns = sorted({m.column for m in setup.models if isinstance(m, TCloseness)})
+    t_columns = reference_columns(setup.models)  # t-closeness, β-likeness, δ-disclosure
     reference = None
     if t_columns:  # with a person key, each input person weighs 1 (the search's reference)
         keys = None if setup.person_key is None else frame[setup.person_key].astype("string")

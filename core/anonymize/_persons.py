@@ -2,11 +2,12 @@
 
 With a person key, a class protects the people in it, not its rows: k-anonymity asks for ``k``
 distinct persons per class (a class of 17 admissions of 3 patients is 3-anonymous, not
-17-anonymous), the l-diversity variants and t-closeness read the class's sensitive values with
-every person weighing 1, and the risk limits read each person's risk (one definition, shared
-with the gate: :func:`privgate.core.privacy.person_class_stats`; the argument is in
-``docs/PERSONS.md``). Suppression removes people, never a part of one (a person whose record is
-suppressed from one class loses every record). With ``risk.suppress: true``, a whole-table
+17-anonymous), the l-diversity variants, t-closeness, β-likeness and δ-disclosure read the
+class's sensitive values with every person weighing 1, and the risk limits read each
+person's risk (one definition, shared with the gate:
+:func:`privgate.core.privacy.person_class_stats`; the argument is in ``docs/PERSONS.md``).
+Suppression removes people, never a part of one (a person whose record is suppressed from one
+class loses every record). With ``risk.suppress: true``, a whole-table
 limit (average risk, risk share) that fails after the fixed point is met by removing the
 riskiest persons, every person of the smallest classes first, as the row search removes the
 smallest classes' records (:meth:`PersonNodeChecker._suppress_riskiest`).
@@ -62,8 +63,7 @@ def check_person_models(models: Sequence[PrivacyModel]) -> None:
     if other:
         raise AnonymizationError(
             f"with a person key, {', '.join(other)} cannot be guaranteed per person (no "
-            "per-person definition: "
-            "beta-likeness, delta-disclosure, k-map and delta-presence); remove them or "
+            "per-person definition: k-map and delta-presence); remove them or "
             "privacy.person_key"
         )
 

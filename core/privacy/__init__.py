@@ -85,6 +85,7 @@ __all__ = [
     "models_from_policy",
     "sensitive_columns",
     "persons_per_class",
+    "reference_columns",
     "person_class_stats",
     "person_histograms",
     "person_samples",
@@ -98,6 +99,15 @@ def sensitive_columns(models: Sequence[PrivacyModel]) -> list[str]:
     """The sensitive columns the models read (each l-diversity or t-closeness model names its
     own ``column``), sorted; k-anonymity and the risk models read none."""
     return sorted({m.column for m in models if getattr(m, "column", None) is not None})
+
+
+def reference_columns(models: Sequence[PrivacyModel]) -> list[str]:
+    """The sensitive columns whose classes the models compare with the input's distribution
+    (t-closeness, β-likeness, δ-disclosure), sorted: the gate must receive that reference
+    (:func:`privgate.core.gate.sensitive_reference`), as the search compares with the input's
+    distribution, suppressed records (or persons) included."""
+    comparing = (TCloseness, BetaLikeness, DeltaDisclosure)
+    return sorted({m.column for m in models if isinstance(m, comparing)})
 
 
 def read_population(spec: PrivacySpec, hierarchies: Mapping[str, Hierarchy]) -> Population | None:

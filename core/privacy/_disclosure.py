@@ -15,6 +15,10 @@ holds only some values can then reveal that a person does *not* have the others.
 form is monotone under generalization (the condition is an interval on ``p_class(s)``, and a
 merged class's frequencies are a weighted mean of its parts'); ARX's is not (a value present in
 only one part is diluted by the merge), so a search over it evaluates every node.
+
+``p_table`` is the *input's* distribution, as for t-closeness (the search's, and the gate's
+through :func:`privgate.core.privacy.reference_columns`). With a person key, both
+distributions weigh each person 1, split over their records (docs/PERSONS.md).
 """
 
 from __future__ import annotations

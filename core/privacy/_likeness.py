@@ -12,8 +12,12 @@ The enhanced form also caps the gain of a frequent value by ``-ln p``, so that n
 reveal a common value with near certainty. Only gains are bounded (a value rarer in the class
 than in the table reveals nothing positive), which is what makes the model monotone under
 generalization: the gain bound is a cap on ``p_class(s)``, and a merged class's frequencies
-are a weighted mean of its parts'. ``p_table`` is the distribution over the table checked, as
-for t-closeness, so suppression changes it: not monotone with suppression.
+are a weighted mean of its parts'. ``p_table`` is the *input's* distribution, as for
+t-closeness (the search's, and the gate's through
+:func:`privgate.core.privacy.reference_columns`): suppression does not change it, but
+suppressing a class's records can still make a node pass that a coarser node fails, so the
+model is not monotone with suppression. With a person key, both distributions weigh each
+person 1, split over their records (docs/PERSONS.md).
 """
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ The argument for each definition is in ``docs/PERSONS.md``; in short:
   that the record holds it. One person's many records can neither dilute a class (fifteen
   admissions with fifteen diagnoses weigh as much as one admission) nor dominate it. With one
   record per person in a class this is the row histogram;
-* **reference distribution** of t-closeness: the same weighting over the whole *input* (each
-  input person weighs 1, split over all their records): the attacker's prior for a record of
-  a person drawn at random, compared with the class's posterior;
+* **reference distribution** of t-closeness, β-likeness and δ-disclosure: the same weighting
+  over the whole *input* (each input person weighs 1, split over all their records): the
+  attacker's prior for a record of a person drawn at random, compared with the class's
+  posterior;
 * **Grassberger's estimator** reads whole counts: each person in a class is *one sample*
   (:func:`person_samples`), of the value they hold there if they hold one; a person holding
   several values there is one sample of the one the class weighs most (ties by the value's
@@ -36,12 +37,14 @@ import numpy as np
 
 from privgate.core.encoding import ClassStats
 from privgate.core.privacy._base import PrivacyModel
+from privgate.core.privacy._disclosure import DeltaDisclosure
 from privgate.core.privacy._k_anonymity import KAnonymity
 from privgate.core.privacy._l_diversity import (
     DistinctLDiversity,
     EntropyLDiversity,
     RecursiveCLDiversity,
 )
+from privgate.core.privacy._likeness import BetaLikeness
 from privgate.core.privacy._risk import AverageRisk, HighestRisk, PopulationUniques, RiskShareAbove
 from privgate.core.privacy._t_closeness import TCloseness
 from privgate.core.risk import person_risks
@@ -69,6 +72,8 @@ PERSON_COUNTED_MODELS = (
     EntropyLDiversity,
     RecursiveCLDiversity,
     TCloseness,
+    BetaLikeness,
+    DeltaDisclosure,
     AverageRisk,
     RiskShareAbove,
     PopulationUniques,

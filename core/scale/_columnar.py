@@ -20,7 +20,7 @@ import numpy as np
 from privgate.core.anonymize import FullDomainAlgorithm, SearchSetup, make_algorithm
 from privgate.core.columnar import TextCodes
 from privgate.core.encoding import FrequencySet
-from privgate.core.privacy import TCloseness
+from privgate.core.privacy import reference_columns
 from privgate.core.scale._apply import GeneralizationPlan, generalize_codes, plan_generalization
 from privgate.core.scale._dictionary import frequency_set_from_histogram
 from privgate.core.scale._histogram import histogram_from_codes
@@ -67,10 +67,11 @@ def frequency_set_from_codes(columns: Mapping[str, TextCodes], setup: SearchSetu
 def reference_from_codes(
     columns: Mapping[str, TextCodes], setup: SearchSetup
 ) -> dict[str, dict[str | None, int]] | None:
-    """t-closeness' reference: the input's count of each text of every t-closeness column
-    (``None``: a missing cell), or ``None`` without t-closeness (see
+    """The input's count of each text of every column a model compares with the input's
+    distribution (t-closeness, β-likeness, δ-disclosure; ``None``: a missing cell), or
+    ``None`` without such a model (see
     :func:`privgate.core.gate.sensitive_reference`, the one definition)."""
-    names = sorted({m.column for m in setup.models if isinstance(m, TCloseness)})
+    names = reference_columns(setup.models)  # t-closeness, β-likeness, δ-disclosure
     if not names:
         return None
     out: dict[str, dict[str | None, int]] = {}

@@ -24,7 +24,7 @@ from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
-from privgate.core.privacy import TCloseness
+from privgate.core.privacy import reference_columns
 from privgate.core.scale._apply import GeneralizationPlan, generalize_frame, plan_generalization
 from privgate.core.scale._dictionary import frequency_set_from_histogram
 from privgate.core.scale._frequency import histogram_of, read_input
@@ -97,14 +97,15 @@ def frequency_stage(
 def reference_stage(
     policy: ReleasePolicy, setup: SearchSetup, blocksize: str | int = "64MB"
 ) -> dict[str, dict[str | None, int]] | None:
-    """t-closeness' reference: the input's count of each value of every t-closeness column,
-    as text read the way the gate reads the release (``None`` without t-closeness).
+    """The reference: the input's count of each value of every column a model compares with
+    the input's distribution (t-closeness, β-likeness, δ-disclosure), as text read the way
+    the gate reads the release (``None`` without such a model).
 
     The search compares a class with the input's distribution, suppressed records included;
     the gate must compare with the same one (issue 16: with the released records' instead,
     the gate blocked the node the search chose). One more pass over the input's blocks.
     """
-    columns = sorted({m.column for m in setup.models if isinstance(m, TCloseness)})
+    columns = reference_columns(setup.models)  # t-closeness, β-likeness, δ-disclosure
     if not columns:
         return None
     frame = read_input(policy.input, _needed_columns(setup), blocksize)

@@ -207,6 +207,8 @@ def test_person_key_policy_accepted_with_person_models() -> None:
             {"column": "diagnosis", "variant": "recursive", "l": 2, "c": 3},
         ],
         t_closeness=[{"column": "diagnosis", "t": 0.4}],
+        beta_likeness=[{"column": "diagnosis", "beta": 2.0}],
+        delta_disclosure=[{"column": "diagnosis", "delta": 2.0}],
         risk={
             "highest": 0.5,
             "average": 0.3,

@@ -33,6 +33,8 @@ from privgate.core.gate import sensitive_reference, verify_table
 from privgate.core.hierarchy import ARXHierarchy, taxonomy_hierarchy
 from privgate.core.privacy import (
     AverageRisk,
+    BetaLikeness,
+    DeltaDisclosure,
     EntropyLDiversity,
     KAnonymity,
     PopulationUniques,
@@ -125,6 +127,24 @@ class Reference:
             return r[0] < model.c * sum(r[model.l - 1 :])
         if isinstance(model, TCloseness):
             return self.distance(model, share) <= model.t + 1e-12
+        if isinstance(model, BetaLikeness):  # gains of the values the class holds
+            for v, p in share.items():
+                q = self.prior[v]
+                if p and q:
+                    cap = model.beta
+                    if model.variant == "enhanced":
+                        cap = min(cap, -math.log(q))
+                    if float((p - q) / q) > cap + 1e-12:
+                        return False
+            return True
+        if isinstance(model, DeltaDisclosure):  # every value of the input
+            for v in VALUES:
+                p, q = share[v], self.prior[v]
+                if not q or (not p and model.absent_values == "ignored"):
+                    continue
+                if not p or abs(math.log2(p / q)) >= model.delta:
+                    return False
+            return True
         return True  # the whole-table limits
 
     def distance(self, model: TCloseness, share: dict[str, Fraction]) -> float:
@@ -708,3 +728,91 @@ def test_risk_suppression_removes_the_patient_that_rows_would_release() -> None:
     # search must merge the wards instead (11 persons in one class, 1/11).
     merged = OptimalLattice(models, 0.05).search(encoded.frequency_set(), persons=codes)
     assert merged.levels == {"ward": 1} and merged.n_suppressed == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# β-likeness and δ-disclosure per person: t-closeness' class weights and input reference
+# ---------------------------------------------------------------------------------------------
+
+DISCLOSURE_SETS = [
+    [KAnonymity(k=1), BetaLikeness(column="s", beta=1.0)],
+    [KAnonymity(k=2), BetaLikeness(column="s", beta=0.6)],
+    [KAnonymity(k=2), BetaLikeness(column="s", beta=2.0, variant="enhanced")],
+    [KAnonymity(k=1), DeltaDisclosure(column="s", delta=1.0)],
+    [KAnonymity(k=2), DeltaDisclosure(column="s", delta=0.8, absent_values="ignored")],
+    [KAnonymity(k=2), BetaLikeness(column="s", beta=1.5),
+     DeltaDisclosure(column="s", delta=1.5, absent_values="ignored")],
+]  # fmt: skip
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, database=None)
+@given(
+    rows=tables,
+    models=st.sampled_from(DISCLOSURE_SETS),
+    limit=st.sampled_from([0.0, 0.2, 0.5]),
+)
+def test_likeness_and_disclosure_per_person_follow_the_reference_and_the_gate_agrees(
+    rows, models, limit
+) -> None:
+    frame = _frame(rows)
+    reference = Reference(frame)
+    encoded = encode_table(frame, HIERARCHIES, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    checker = PersonNodeChecker(encoded.frequency_set(), codes, models, limit)
+    feasible = {}
+    for node in NODES:
+        accepted, kept = reference.accepted(node, models, limit)
+        outcome = checker.evaluate(node)
+        assert outcome.satisfied == accepted, (node, models)
+        assert set(frame["person"][~checker.suppressed_rows(node)]) == kept, node
+        if accepted:
+            feasible[node] = reference.precision(node, kept)
+            release, persons = _release(frame, node, kept)
+            decision = _gate(frame, release, persons, models, limit)
+            assert decision.passed, (node, decision.reasons)
+    search = OptimalLattice(models, limit, metric="precision")
+    if not feasible:
+        with pytest.raises(AnonymizationError, match="persons"):
+            search.search(encoded.frequency_set(), persons=codes)
+        return
+    result = search.search(encoded.frequency_set(), persons=codes)
+    best = min(feasible.values())
+    tied = [n for n, loss in feasible.items() if math.isclose(loss, best, abs_tol=1e-12)]
+    assert tuple(result.levels.values()) == min(tied, key=lambda n: (sum(n), n))
+
+
+def test_likeness_and_disclosure_count_people_where_rows_would_pass() -> None:
+    """The admissions class next to fifteen patients without HIV. Over rows HIV is 4 of 34
+    records and 4 of the class's 19 (a gain of 0.79, a log ratio of 0.84); over people HIV
+    weighs 4 of 20 persons and 4 of the class's 5 (a gain of 3, a log ratio of 2)."""
+    release, persons = _one_patients_admissions()
+    others = pd.DataFrame({"age": ["50-59"] * 15, "diagnosis": [f"d{i:02d}" for i in range(15)]})
+    table = pd.concat([release, others], ignore_index=True)
+    everyone = persons + [f"Q{i}" for i in range(15)]
+    likeness = BetaLikeness(column="diagnosis", beta=1.0)
+    disclosure = DeltaDisclosure(column="diagnosis", delta=1.0, absent_values="ignored")
+    for model, over_people in ((likeness, 3.0), (disclosure, 2.0)):
+        rows = verify_table(table, ["age"], [model])
+        assert rows.passed, rows.reasons
+        people = verify_table(
+            table,
+            ["age"],
+            [model],
+            persons=everyone,
+            reference=sensitive_reference(table, ["diagnosis"], persons=everyone),
+        )
+        assert not people.passed
+        assert people.measurements["achieved"][str(model)] == pytest.approx(over_people)
+    # The search: counting rows releases both wards as they are; counting people, the HIV
+    # patients' ward cannot be released, and 4 of 20 persons exceed a 10 % limit.
+    frame = table.assign(person=everyone)
+    age = {"age": taxonomy_hierarchy("age", {"*": ["40-49", "50-59"]})}
+    encoded = encode_table(frame, age, ["diagnosis"])
+    codes, _ = pd.factorize(frame["person"])
+    for model in (likeness, disclosure):
+        found = OptimalLattice([KAnonymity(k=2), model], 0.1).search(encoded.frequency_set())
+        assert found.levels == {"age": 0} and found.n_suppressed == 0
+        by_person = OptimalLattice([KAnonymity(k=2), model], 0.1).search(
+            encoded.frequency_set(), persons=codes
+        )
+        assert by_person.levels == {"age": 1}  # one class: the input's own distribution

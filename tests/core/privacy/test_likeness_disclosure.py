@@ -21,7 +21,7 @@ from privgate.core.anonymize import NodeChecker, OptimalLattice
 from privgate.core.encoding import encode_table
 from privgate.core.gate import verify_table
 from privgate.core.hierarchy import ARXHierarchy
-from privgate.core.privacy import BetaLikeness, DeltaDisclosure
+from privgate.core.privacy import BetaLikeness, DeltaDisclosure, KAnonymity
 from privgate.core.textcsv import read_text_columns
 
 QIS = ("a", "b")
@@ -177,3 +177,51 @@ def test_policy_sections_become_models_and_the_gate_measures_them(adult):
     assert "enhanced 1.5-likeness(salary-class)" in decision.measurements["achieved"]
     with pytest.raises(PolicyError, match="unknown column"):
         adult.policy_for(**{"privacy.beta_likeness": [{"column": "nope", "beta": 1.0}]})
+
+
+def _disclosure_policy(**privacy) -> dict:
+    return {
+        "dataset": "wards",
+        "input": {"path": "x.csv"},
+        "columns": {
+            "subject_id": {"role": "identifier"},
+            "q": {
+                "role": "quasi_identifier",
+                "hierarchy": {"kind": "taxonomy", "tree": {"*": ["a", "b", "c"]}},
+            },
+            "s": {"role": "sensitive"},
+        },
+        "privacy": {
+            "k": 2,
+            "suppression_limit": 0.34,
+            "delta_disclosure": [{"column": "s", "delta": 1.0, "absent_values": "ignored"}],
+            **privacy,
+        },
+    }
+
+
+def test_with_suppression_the_gate_compares_with_the_input_as_the_search_does():
+    """δ-disclosure with suppression, through the stages the flow runs: the search compares
+    each class with the *input's* distribution and suppresses class c; the gate must compare
+    with the same reference (compared with the released records' instead, it reached 1.415
+    and blocked the search's own release)."""
+    import pandas as pd
+
+    import privgate
+    from privgate.core.policy import _validate
+
+    rows = [("a", "y"), ("b", "z"), ("a", "y"), ("a", "z"), ("a", "y"), ("b", "x"), ("b", "z"),
+            ("c", "x"), ("a", "z"), ("c", "y")]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["q", "s"])
+    frame.insert(0, "subject_id", [f"p{i}" for i in range(len(rows))])
+    release = privgate.anonymize(frame, _validate(_disclosure_policy(), "test"))
+    assert release.passed, release.decision.reasons
+    assert release.metrics["suppressed"] == 2
+    released = release.frame[["q", "s"]].astype(str)
+    model = DeltaDisclosure(column="s", delta=1.0, absent_values="ignored")
+    assert not verify_table(released, ["q"], [KAnonymity(k=2), model]).passed  # released rows'
+    # With a person key (each row its own person here), the same reference, person-weighted.
+    keyed = _validate(_disclosure_policy(person_key="subject_id"), "test")
+    by_person = privgate.anonymize(frame, keyed)
+    assert by_person.passed, by_person.decision.reasons
+    assert by_person.decision.measurements["suppressed_unit"] == "persons"
