@@ -280,7 +280,7 @@ def _privacy(report: ReleaseReport) -> str:
                 ("smallest class", m.get("min_class_size")),
                 ("equivalence classes", m.get("classes")),
                 ("released records", m.get("rows")),
-                ("suppressed records", m.get("suppressed")),
+                (f"suppressed {m.get('suppressed_unit', 'records')}", m.get("suppressed")),
                 ("highest prosecutor risk", highest_risk),
                 ("average prosecutor risk", average_risk),
             ]

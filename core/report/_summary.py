@@ -74,7 +74,7 @@ def summary_table(report: ReleaseReport) -> list[dict]:
     if "suppressed" in m:
         add(
             "privacy",
-            "suppressed records",
+            f"suppressed {m.get('suppressed_unit', 'records')}",  # persons with a person key
             m["suppressed"],
             limit=m.get("suppression_allowed"),
             holds=m["suppressed"] <= m.get("suppression_allowed", 0),

@@ -55,3 +55,32 @@ def test_report_measures_the_release_risk_in_persons_as_the_input() -> None:
     assert _risk_section(frame, release, policy)["after"]["prosecutor"]["highest"] == 0.1
     # The page says so (it showed two numbers without their unit).
     assert "Both columns count persons" in _risk(SimpleNamespace(risk=section))
+
+
+def test_report_names_suppressed_persons_as_persons() -> None:
+    """With a person key the gate counts suppression in persons (``suppressed_unit``); the
+    report's card and summary table called that number "suppressed records" (1 suppressed
+    patient with ten admissions read as one record)."""
+    from privgate.core.gate import verify_table
+    from privgate.core.privacy import KAnonymity
+    from privgate.core.report._html import _privacy
+    from privgate.core.report._summary import summary_table
+
+    frame, persons = _frequent_patient()
+    kept = frame[frame["subject_id"] != "P0"]
+    decision = verify_table(
+        kept[["ward", "s"]],
+        ["ward"],
+        [KAnonymity(k=2)],
+        persons=kept["subject_id"].to_numpy(),
+        input_persons=11,
+        suppression_limit=0.1,
+    )
+    assert decision.passed and decision.measurements["suppressed"] == 1
+    gate = decision.to_dict()
+    privacy = {"k": 2, "criteria": [], "class_sizes": {10: 1}, "class_size_unit": "persons"}
+    report = SimpleNamespace(privacy=privacy, privacy_gate=gate, utility_gate=None, utility=None)
+    rows = {r["measure"]: r for r in summary_table(report)}
+    assert "suppressed persons" in rows and "suppressed records" not in rows
+    html = _privacy(report)
+    assert "suppressed persons" in html and "suppressed records" not in html
