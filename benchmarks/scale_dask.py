@@ -657,6 +657,8 @@ def main(argv=None) -> int:
     if a.child:
         print(json.dumps(_child(*a.child, a.blocksize)))
         return 0
+    if a.parquet and not set(a.paths) <= {"dask-threads", "dask-cluster"}:
+        ap.error("--parquet measures the dask paths only (--paths dask-threads dask-cluster)")
     before = os.getloadavg()
     results, generated = {}, {}
     for rows in a.rows:
