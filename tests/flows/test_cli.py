@@ -16,8 +16,8 @@ from privgate.flows.cli import main
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1")
+def _cli(*args: str, cwd: Path, **extra_env: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", **extra_env)
     return subprocess.run(
         [sys.executable, "-m", "privgate.flows.cli", *args],
         cwd=cwd,
@@ -216,15 +216,20 @@ def test_dp_dry_run_through_the_cli_draws_reserves_and_creates_nothing(
 def test_a_person_level_dp_dry_run_through_the_cli_draws_and_creates_nothing(
     tmp_path, _private_data_dir
 ):
-    """The hospital DP example (the patient is the privacy unit) as a user dry-runs it: exit 0,
-    the spend it would reserve, and no ledger, no bounding secret, no release behind."""
+    """The hospital DP example (the patient is the privacy unit) as a user with a running
+    Prefect server dry-runs it: exit 0, the spend it would reserve, and no ledger, no bounding
+    secret, no release behind. (The test above runs on Prefect's temporary server; this one
+    talks to the session's test server, as ``privgate run`` does when PREFECT_API_URL is set,
+    instead of starting a second temporary server.)"""
+    from prefect.settings import PREFECT_API_URL
+
     from privgate.core.dp.person_bounding import BOUNDING_SECRET_FILE
     from privgate.core.hospital_data import write_admissions_csv
 
     data = write_admissions_csv(tmp_path / "admissions.csv", n_patients=200, seed=3)
     result = _cli(
         "run", "policies/hospital-dp.yaml", "--dry-run", "--input", str(data),
-        "--output", str(tmp_path / "out"), cwd=REPO,
+        "--output", str(tmp_path / "out"), cwd=REPO, PREFECT_API_URL=PREFECT_API_URL.value(),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert "would reserve epsilon 1 of the 4 left (3 after it)" in result.stdout
