@@ -33,6 +33,10 @@ from privgate.core.privacy._base import PrivacyModel
 
 __all__ = ["DeltaDisclosure", "disclosure_ratios"]
 
+#: Relative slack on person-weighted log ratios (conservative: never lenient), see
+#: :func:`disclosure_ratios`.
+_RATIO_SLACK = 1e-9
+
 
 def disclosure_ratios(stats: ClassStats, column: str, ignore_absent: bool) -> np.ndarray:
     """``|log2(p_class / p_table)|`` of every (class, value) whose table frequency is
@@ -45,6 +49,12 @@ def disclosure_ratios(stats: ClassStats, column: str, ignore_absent: bool) -> np
     p, q, held = p[:, present], overall[present], hist[:, present] > 0
     with np.errstate(divide="ignore"):
         ratios = np.abs(np.log2(p / q[None, :]))
+    if np.issubdtype(hist.dtype, np.floating):
+        # Person weights are sums of fractions: a class whose exact ratio is 2^δ (the only
+        # exact ties, δ a whole number) can come out a hair below it (4 - ulp persons in the
+        # input's total). The log ratios are raised by this relative slack before the strict
+        # comparison, so an exact tie never passes by rounding (as recursive (c,l)).
+        ratios = ratios * (1 + _RATIO_SLACK)
     return np.where(held, ratios, 0.0 if ignore_absent else np.inf)
 
 

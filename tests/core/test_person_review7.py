@@ -6,9 +6,17 @@ it failed before its fix.
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from types import SimpleNamespace
 
 import pandas as pd
+
+from privgate.core.anonymize._persons import PersonNodeChecker
+from privgate.core.encoding import encode_table
+from privgate.core.gate import sensitive_reference, verify_table
+from privgate.core.hierarchy import taxonomy_hierarchy
+from privgate.core.privacy import DeltaDisclosure, KAnonymity
 
 
 def _frequent_patient() -> tuple[pd.DataFrame, list[str]]:
@@ -84,3 +92,62 @@ def test_report_names_suppressed_persons_as_persons() -> None:
     assert "suppressed persons" in rows and "suppressed records" not in rows
     html = _privacy(report)
     assert "suppressed persons" in html and "suppressed records" not in html
+
+
+# δ-disclosure per person: an exact tie never passes by rounding
+
+
+def _exact_tie() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Ward b holds p3 (y), p2 (z) and p4 (x): z weighs 1/3 there. In the input, p2's three
+    records hold y once and z twice (1/3 and 2/3 of their weight), so z weighs
+    ``(2/3) / 4 persons = 1/6``: ward b's log ratio for z is exactly ``log2 2 = 1``. In floating
+    point the input's weights sum to 4 - ulp, z's reference comes out a hair above 1/6 and the
+    ratio a hair below 2 (``log2`` gives 0.9999999999999999)."""
+    frame = pd.DataFrame(
+        {
+            "person": ["p3", "p2", "p1", "p2", "p2", "p4"],
+            "ward": ["b", "b", "a", "a", "a", "b"],
+            "s": ["y", "z", "x", "y", "z", "x"],
+        }
+    )
+    return frame, frame[["ward", "s"]]
+
+
+def test_delta_disclosure_per_person_never_passes_an_exact_tie_by_rounding() -> None:
+    """δ-disclosure is strict (``|log2(p_class / p_table)| < δ``): a class whose exact ratio is
+    ``2^δ`` must fail, per person as over rows. Person weights are sums of fractions, so the
+    gate and the search must not let the rounding decide (as recursive (c,l) already does)."""
+    frame, release = _exact_tie()
+    # The exact claim, from the definition in fractions: ward b's z ratio is exactly 2.
+    prior_z = Fraction(2, 3) / 4  # p2's two z records of three, over the input's 4 persons
+    assert Fraction(1, 3) / prior_z == 2
+    model = DeltaDisclosure(column="s", delta=1.0)
+    persons = frame["person"].to_numpy()
+    decision = verify_table(
+        release,
+        ["ward"],
+        [KAnonymity(k=1), model],
+        persons=persons,
+        input_persons=4,
+        reference=sensitive_reference(frame, ["s"], persons=frame["person"]),
+    )
+    assert not decision.passed, decision.measurements["achieved"]
+    assert decision.measurements["achieved"][str(model)] >= 1.0
+    # The search agrees: at the ward level the tie class fails, so its persons are removed.
+    hierarchy = {"ward": taxonomy_hierarchy("ward", {"*": ["a", "b"]})}
+    encoded = encode_table(frame, hierarchy, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    checker = PersonNodeChecker(encoded.frequency_set(), codes, [KAnonymity(k=1), model], 0.0)
+    assert not checker.evaluate((0,)).satisfied
+    # A looser δ, above the exact ratio's log, passes in both.
+    looser = DeltaDisclosure(column="s", delta=1.0 + 1e-6)
+    assert math.log2(2) < looser.delta
+    again = verify_table(
+        release,
+        ["ward"],
+        [KAnonymity(k=1), looser],
+        persons=persons,
+        input_persons=4,
+        reference=sensitive_reference(frame, ["s"], persons=frame["person"]),
+    )
+    assert again.passed, again.reasons
