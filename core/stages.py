@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from privgate.core._columnar_stage import columnar_anonymization, columnar_applies
 from privgate.core.anonymize import (
     AnonymizationResult,
     PlannedRelease,
@@ -251,16 +252,13 @@ def anonymize(
         A quasi-identifier value is not covered by its hierarchy.
     """
     started = time.perf_counter()
-    data = SearchInput.prepare(frame, setup, ranking)
-    algorithm = make_algorithm(setup)
     tables = []
     t_columns = reference_columns(setup.models)  # t-closeness, β-likeness, δ-disclosure
     reference = None
     if t_columns:  # with a person key, each input person weighs 1 (the search's reference)
         keys = None if setup.person_key is None else frame[setup.person_key].astype("string")
         reference = sensitive_reference(frame, t_columns, setup.output_format, persons=keys)
-    for planned in algorithm.plan(data):
-        result = algorithm.anonymize(data.covering(planned.covered))
+    for planned, result in _results(frame, setup, ranking):
         release = release_table(frame, result, setup.released_columns)
         metrics = _metrics(frame, release, result, setup, planned, started)
         persons = input_persons = history_keys = None
@@ -287,6 +285,21 @@ def anonymize(
         )
         started = time.perf_counter()
     return tables
+
+
+def _results(
+    frame: pd.DataFrame, setup: SearchSetup, ranking: Ranking | None
+) -> Iterator[tuple[PlannedRelease, AnonymizationResult]]:
+    """Each planned release with its result. A single full-domain release is made by the
+    columnar engine ``privgate anonymize`` runs (:mod:`privgate.core._columnar_stage`: one
+    engine path for both); the other algorithms by the row engine's contract."""
+    if columnar_applies(setup):
+        yield PlannedRelease(tuple(setup.quasi_identifiers)), columnar_anonymization(frame, setup)
+        return
+    data = SearchInput.prepare(frame, setup, ranking)
+    algorithm = make_algorithm(setup)
+    for planned in algorithm.plan(data):
+        yield planned, algorithm.anonymize(data.covering(planned.covered))
 
 
 def _metrics(

@@ -90,6 +90,7 @@ __all__ = [
     "release_columns",
     "release_table",
     "full_domain_setup",
+    "is_single_full_domain",
     "rfka_release",
     "rfka_select",
     "select_releases",
@@ -176,6 +177,14 @@ def make_algorithm(setup: SearchSetup) -> AnonymizationAlgorithm:
     return algorithm_class(setup.algorithm).from_setup(setup)
 
 
+def is_single_full_domain(name: Algorithm | str) -> bool:
+    """Whether the algorithm makes one release by a full-domain generalization
+    (:class:`FullDomainAlgorithm`, one planned release): what a search on a frequency set
+    alone, applied to dictionary codes (the columnar engine), describes completely."""
+    cls = algorithm_class(name)
+    return issubclass(cls, FullDomainAlgorithm) and cls.plan is AnonymizationAlgorithm.plan
+
+
 def full_domain_setup(policy: ReleasePolicy, where: str) -> SearchSetup:
     """The search setup of a policy a rows-free path can run, or a refusal naming ``where``.
 
@@ -204,9 +213,7 @@ def full_domain_setup(policy: ReleasePolicy, where: str) -> SearchSetup:
             f"privacy.person_key is not available in {where} (it counts records, not persons); "
             "use `privgate run`"
         )
-    cls = algorithm_class(setup.algorithm)
-    one_release = cls.plan is AnonymizationAlgorithm.plan
-    if not (issubclass(cls, FullDomainAlgorithm) and one_release):
+    if not is_single_full_domain(setup.algorithm):
         raise AnonymizationError(
             f"algorithm.name {setup.algorithm.value} is not available in {where} "
             "(full-domain algorithms only); use `privgate run`"

@@ -13,7 +13,7 @@ string on the way.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,12 +40,19 @@ class CodedRelease:
     algorithm : str
     details : dict
         The search's facts (nodes evaluated, loss, ...) and ``distinct_tuples``.
+    rows : ndarray of intp
+        The input row of each released row (in released order): what the release flow needs
+        to keep each row's private facts (person, history key) and typed cells aligned.
+    steps : list of dict
+        The search's history, for the report.
     """
 
     columns: dict[str, TextCodes]
     plan: GeneralizationPlan
     algorithm: str
     details: dict
+    rows: np.ndarray
+    steps: list = field(default_factory=list)
 
 
 def frequency_set_from_codes(columns: Mapping[str, TextCodes], setup: SearchSetup) -> FrequencySet:
@@ -115,12 +122,21 @@ def anonymize_codes(
     setup: SearchSetup,
     shuffle_seed: int | None = None,
     freq: FrequencySet | None = None,
+    *,
+    shuffle: bool = True,
 ) -> CodedRelease:
     """Search, plan and generalize a table held as codes; the kept rows permuted.
 
+    The one engine path of every entry point: ``privgate anonymize`` calls it on the codes
+    it read, the release flow's anonymize stage (:func:`privgate.core.stages.anonymize`) on
+    the codes of its validated table.
+
     ``shuffle_seed`` reproduces an order in a test; by default the permutation is drawn from
     the operating system's entropy, so nothing published lets anyone recompute the input's
-    order.
+    order. ``shuffle=False`` keeps the kept rows in input order, for a caller that permutes
+    them itself when it writes them (the release flow's stage). A released column absent from
+    ``columns`` is left out of the release's ``columns`` (that caller takes it from its own
+    typed table by ``rows``).
 
     Raises
     ------
@@ -140,7 +156,7 @@ def anonymize_codes(
     ]
     kept, generalized = generalize_codes(level0, plan)
     del level0
-    rows = kept[np.random.default_rng(shuffle_seed).permutation(len(kept))]
+    rows = kept[np.random.default_rng(shuffle_seed).permutation(len(kept))] if shuffle else kept
     del kept
     by_name = dict(zip(plan.quasi_identifiers, range(len(generalized)), strict=True))
     out: dict[str, TextCodes] = {}
@@ -149,7 +165,7 @@ def anonymize_codes(
             j = by_name[name]
             out[name] = _sorted_labels(generalized[j][rows], plan.labels[j])
             generalized[j] = None  # type: ignore[call-overload]
-        else:
+        elif name in columns:
             out[name] = columns[name].take(rows)
     details = {**found.details, "distinct_tuples": int(len(freq.counts))}
-    return CodedRelease(out, plan, algorithm.name, details)
+    return CodedRelease(out, plan, algorithm.name, details, rows, list(found.steps))
