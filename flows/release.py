@@ -118,6 +118,8 @@ def _release(parameters: ReleaseParameters) -> State:
         get_run_logger().warning("validate: %s", warning)
     run = replace(run, input_warnings=tuple(warnings))
     input_suite = input_expectations_task(validated, policy, setup.hierarchies, run_name=release_id)
+    if "sample" in input_suite:  # a large input: the report says which rows the suites saw
+        run = replace(run, input_warnings=(*run.input_warnings, input_suite["sample"]["note"]))
     if policy.attacks is not None:  # the attacks' control records never reach the release
         run = replace(run, split=split_control(validated, policy))
         validated = run.split.kept

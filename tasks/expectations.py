@@ -49,7 +49,8 @@ def _record(summary: Mapping[str, Any], policy: ReleasePolicy) -> None:
         f"### {summary['suite']}: {status}",
         "",
         f"{summary['successful']} of {summary['evaluated']} expectations met on "
-        f"{summary['rows']} rows (Great Expectations {summary['gx_version']}).",
+        f"{summary['rows']} rows (Great Expectations {summary['gx_version']})."
+        + (f" Note: {summary['sample']['note']}." if "sample" in summary else ""),
         "",
         "| | expectation | found |",
         "|---|---|---|",
@@ -106,6 +107,8 @@ def input_expectations_task(
     summary = validate_input_expectations(frame, policy, hierarchies, run_name=run_name)
     _record(summary, policy)
     _log(summary)
+    if "sample" in summary:
+        get_run_logger().info("input expectations: %s", summary["sample"]["note"])
     raise_for_input(summary)
     return summary
 
@@ -129,6 +132,8 @@ def release_expectations_task(
     summary = validate_release_expectations(release_file, policy, hierarchies, manifest)
     _record(summary, policy)
     _log(summary)
+    if "sample" in summary:
+        get_run_logger().info("release expectations: %s", summary["sample"]["note"])
     raise_for_release(summary)
     summaries = [input_summary, summary]
     entry: dict[str, Any] = {
@@ -137,6 +142,7 @@ def release_expectations_task(
             "success": s["success"],
             "evaluated": s["evaluated"],
             "failed": s["failed"],
+            **({"sample": s["sample"]} if "sample" in s else {}),
         }
         for s in summaries
     }

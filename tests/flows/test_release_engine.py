@@ -46,3 +46,39 @@ def test_flow_publishes_what_privgate_anonymize_writes(shared_data, tmp_path, k)
     assert _rows(published) == _rows(tmp_path / "anonymize.csv")
     assert manifest["transformation"] == summary["levels"]
     assert summary["suppressed"] == 30162 - manifest["output"]["rows"]
+
+
+def test_a_large_input_is_validated_on_a_seeded_sample_the_report_states(
+    shared_data, tmp_path, monkeypatch
+):
+    """Above PRIVGATE_EXPECTATIONS_MAX_ROWS (set small here) both Great Expectations suites
+    run on a seeded sample; its size and seed are in the manifest, expectations.json and the
+    report, and the gate still checks the whole written file."""
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.release import release_flow
+
+    shared_data("arx/adult.csv")
+    monkeypatch.setenv("PRIVGATE_EXPECTATIONS_MAX_ROWS", "5000")
+    monkeypatch.setenv("PRIVGATE_EXPECTATIONS_SEED", "11")
+    outcome = release_flow(
+        ReleaseParameters(
+            policy_path=str(ADULT_POLICY), release_date=date(2026, 11, 27),
+            overrides={"output.directory": str(tmp_path / "releases")},
+        )
+    )  # fmt: skip
+    folder = Path(outcome["path"])
+    manifest = json.loads((folder / "manifest.json").read_text())
+    sampled = manifest["expectations"]
+    assert {k: sampled["input"]["sample"][k] for k in ("rows", "of_rows", "seed")} == {
+        "rows": 5000,
+        "of_rows": 30162,
+        "seed": 11,
+    }
+    released = manifest["output"]["rows"]
+    assert sampled["release"]["sample"]["of_rows"] == released
+    assert sampled["release"]["sample"]["rows"] == 5000
+    assert outcome["gate"]["measurements"]["rows"] == released  # the gate: every row
+    full = json.loads((folder / "expectations.json").read_text())
+    assert full["input"]["rows"] == 5000 and full["input"]["sample"]["seed"] == 11
+    report = (folder / "report.html").read_text()
+    assert "seeded random sample of 5,000 of 30,162 rows (seed 11" in report

@@ -46,6 +46,12 @@ from privgate.validations.expectations._run import (
     validate_input_expectations,
     validate_release_expectations,
 )
+from privgate.validations.expectations._sample import (
+    MAX_ROWS_VARIABLE,
+    SEED_VARIABLE,
+    ExpectationSample,
+    expectation_sample,
+)
 from privgate.validations.expectations._suites import (
     SUPPRESSION_MARKER,
     build_input_suite,
@@ -53,14 +59,18 @@ from privgate.validations.expectations._suites import (
 )
 
 __all__ = [
+    "MAX_ROWS_VARIABLE",
+    "SEED_VARIABLE",
     "SITE_NAME",
     "SUPPRESSION_MARKER",
+    "ExpectationSample",
     "InputContractError",
     "ReleaseContractError",
     "build_input_suite",
     "build_release_suite",
     "check_policy_input",
     "describe_failures",
+    "expectation_sample",
     "format_check",
     "format_validation",
     "raise_for_input",

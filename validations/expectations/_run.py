@@ -13,6 +13,7 @@ import pandas as pd
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import ColumnType, ReleasePolicy
 from privgate.validations.expectations._gx import ephemeral_context, gx_api
+from privgate.validations.expectations._sample import expectation_sample
 from privgate.validations.expectations._suites import build_input_suite, build_release_suite
 
 __all__ = [
@@ -190,9 +191,14 @@ def validate_input_expectations(
     ``observed``, ``unexpected_count``, up to 10 ``unexpected_values`` / ``unexpected_rows``,
     ``error``), and the Great Expectations suite and result for :func:`write_data_docs`.
     """
-    suite = build_input_suite(policy, hierarchies, row_bounds)
+    sample = expectation_sample(len(frame))
+    if sample is not None:  # a large table: a seeded sample of its rows (see ._sample)
+        frame = frame.iloc[sample.rows]
+    suite = build_input_suite(policy, hierarchies, row_bounds, whole_table=sample is None)
     summary = run_suite(suite, _na_strings(frame), "input", run_name)
     summary["k"] = policy.privacy.k if policy.privacy is not None else None
+    if sample is not None:
+        summary["sample"] = {**sample.to_dict(), "note": sample.describe("input")}
     return summary
 
 
@@ -209,12 +215,22 @@ def validate_release_expectations(
     See :func:`build_release_suite` for what ``manifest`` must hold. An unreadable file raises
     ``VerificationError`` (as the gate does).
     """
-    from privgate.core.gate import read_release
+    from privgate.core.gate import read_release_codes
 
-    columns = read_release(release_file)
-    frame = pd.DataFrame({name: pd.Series(v, dtype="object") for name, v in columns.items()})
-    suite = build_release_suite(policy, hierarchies, manifest)
+    # As codes first (the cells the gate reads, no Python string per cell), then as text only
+    # the rows the suite runs on: every row, or a seeded sample of a large release.
+    columns = read_release_codes(release_file)
+    n_rows = len(next(iter(columns.values()))) if columns else 0
+    sample = expectation_sample(n_rows)
+    rows = None if sample is None else sample.rows
+    frame = pd.DataFrame(
+        {name: pd.Series(c.text(rows), dtype="object") for name, c in columns.items()}
+    )
+    del columns
+    suite = build_release_suite(policy, hierarchies, manifest, whole_table=sample is None)
     summary = run_suite(suite, frame, "release", run_name or manifest.get("release_id"))
     summary["k"] = policy.privacy.k if policy.privacy is not None else None
     summary["file"] = str(release_file)
+    if sample is not None:
+        summary["sample"] = {**sample.to_dict(), "note": sample.describe("release")}
     return summary

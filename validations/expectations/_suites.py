@@ -63,6 +63,7 @@ def build_input_suite(
     policy: ReleasePolicy,
     hierarchies: Mapping[str, Hierarchy],
     row_bounds: tuple[int | None, int | None] | None = None,
+    whole_table: bool = True,
 ) -> Any:
     """The input suite of ``policy`` (a Great Expectations ``ExpectationSuite``).
 
@@ -74,6 +75,10 @@ def build_input_suite(
     row_bounds : (min, max), optional
         Row count bounds; the minimum is never below ``privacy.k`` (a smaller table has no
         k-anonymous release). Default: at least ``k`` rows, no maximum.
+    whole_table : bool, default=True
+        ``False``: the suite runs on a sample of the rows
+        (:mod:`privgate.validations.expectations._sample`), so it leaves out the row count,
+        which only the whole table has.
     """
     g = gx_api()
     # A DP release has no k; it still needs at least one record.
@@ -100,6 +105,8 @@ def build_input_suite(
             max_value=high,
         ),
     ]
+    if not whole_table:
+        del expectations[1]  # the row count: a property of the whole table, not of a sample
     for name, spec in policy.columns.items():
         key = f"policy: columns.{name}"
         expectations.append(
@@ -295,7 +302,10 @@ def _domain_expectation(name: str, hierarchy: Hierarchy, level: int | None) -> A
 
 
 def build_release_suite(
-    policy: ReleasePolicy, hierarchies: Mapping[str, Hierarchy], manifest: Mapping[str, Any]
+    policy: ReleasePolicy,
+    hierarchies: Mapping[str, Hierarchy],
+    manifest: Mapping[str, Any],
+    whole_table: bool = True,
 ) -> Any:
     """The release suite of ``policy`` for one release (a Great Expectations suite).
 
@@ -308,6 +318,10 @@ def build_release_suite(
         The release's manifest (:func:`privgate.core.manifest.build_manifest`): ``input.rows``,
         ``output.rows`` and ``transformation`` (the level chosen per quasi-identifier; empty for
         local recoding, where any level's labels may appear).
+    whole_table : bool, default=True
+        ``False``: the suite runs on a sample of the written rows, so it leaves out what only
+        the whole file has (its row count against the manifest and the suppression limit, the
+        smallest equivalence class); the gate checks those on the whole file.
     """
     g = gx_api()
     k = policy.privacy.k
@@ -367,7 +381,7 @@ def build_release_suite(
             min_value=input_rows - allowed,
             max_value=input_rows,
         ),
-    ]
+    ][: None if whole_table else -2]  # without the row counts on a sample
     for name in qis:
         hierarchy = hierarchies[name]
         level = levels.get(name)
@@ -402,19 +416,21 @@ def build_release_suite(
                 value_set=[SUPPRESSION_MARKER],
             )
         )
-    expectations.append(
-        tagged_expectation(
-            "ExpectEquivalenceClassSizeToBeAtLeast",
-            "min_class_size",
-            f"every equivalence class over the {len(covered)} "
-            f"{'covered ' if len(covered) < len(qis) else ''}quasi-identifiers holds at least "
-            f"k = {k} records",
-            f"policy: privacy.k = {k}"
-            + (f"; manifest: k_anonymity_covers = {covered}" if len(covered) < len(qis) else ""),
-            column_list=covered,
-            min_value=k,
+    narrower = len(covered) < len(qis)
+    if whole_table:  # the smallest class: a sample's classes are smaller
+        expectations.append(
+            tagged_expectation(
+                "ExpectEquivalenceClassSizeToBeAtLeast",
+                "min_class_size",
+                f"every equivalence class over the {len(covered)} "
+                f"{'covered ' if len(covered) < len(qis) else ''}quasi-identifiers holds at least "
+                f"k = {k} records",
+                f"policy: privacy.k = {k}"
+                + (f"; manifest: k_anonymity_covers = {covered}" if narrower else ""),
+                column_list=covered,
+                min_value=k,
+            )
         )
-    )
     return g.gx.ExpectationSuite(
         name=f"{policy.dataset}.release",
         expectations=expectations,
