@@ -350,7 +350,26 @@ def _text_codes(column: object) -> tuple[np.ndarray, np.ndarray]:
     """A column's codes and sorted distinct texts (``factorize`` of its text cells)."""
     if isinstance(column, TextCodes):
         return column.codes, column.values
+    if _text_exact_dtype(column):
+        # Distinct cells first (a hash pass in C), then each distinct cell as text: the same
+        # codes and texts as factorize(_as_text(column)), without a Python string per row.
+        raw, uniques = column.factorize(sort=False)  # type: ignore[attr-defined]
+        texts = np.empty(len(uniques), dtype=object)
+        texts[:] = [None if is_missing(v) else str(v) for v in uniques.tolist()]
+        codes, values = factorize(texts)
+        return np.append(codes, np.int32(-1))[raw].astype(np.int32, copy=False), values
     return factorize(_as_text(column))
+
+
+def _text_exact_dtype(column: object) -> bool:
+    """A pandas column whose equal cells are exactly those with equal text: text or integers
+    (not objects, where ``1 == 1.0 == True``, nor floats, where ``0.0 == -0.0``)."""
+    import pandas as pd
+
+    if not isinstance(column, pd.Series):
+        return False
+    dtype = column.dtype
+    return isinstance(dtype, pd.StringDtype) or pd.api.types.is_integer_dtype(dtype)
 
 
 def _text_at(column: object, rows: np.ndarray) -> np.ndarray:
