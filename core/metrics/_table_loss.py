@@ -177,7 +177,7 @@ def _label_counts(cells: pd.Series) -> tuple[list[str], list[int]]:
     changes nothing.
     """
     by_label: dict[str, int] = {}
-    for cell, count in cells.astype(object).value_counts(dropna=False, sort=False).items():
+    for cell, count in cells.value_counts(dropna=False, sort=False).items():
         label = SUPPRESSED if pd.isna(cell) else value_key(cell)
         by_label[label] = by_label.get(label, 0) + int(count)
     labels = sorted(by_label)
