@@ -25,15 +25,20 @@ the baseline out on larger inputs (when it does not fit in the time box).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -67,28 +72,57 @@ def _commit(checkout: Path) -> str:
     return done.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
+#: Stop a run whose process tree holds more than this (GiB; ``--max-rss-gib``), so that a
+#: measurement on a shared machine cannot take the others' memory. ``None``: no limit.
+MAX_RSS_GIB: float | None = None
+
+
+def _tree_rss(process: psutil.Process) -> int:
+    """Resident bytes of a process and all its descendants (0 for those already gone)."""
+    total = 0
+    with contextlib.suppress(psutil.Error):
+        for p in [process, *process.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                total += p.memory_info().rss
+    return total
+
+
 def _one_run(
     checkout: Path, out: Path, date: str, env: dict[str, str], data: Path | None = None
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float]:
     """(wall seconds, CPU seconds of the whole process tree, peak RSS in GiB of the
-    ``privgate run`` process) of one published release."""
+    ``privgate run`` process (GNU time), peak RSS in GiB of its whole process tree (sampled
+    every 0.2 s)) of one published release. A run stopped above ``MAX_RSS_GIB`` returns a wall
+    time of ``nan`` and the tree's RSS when it was stopped."""
     privgate = str(checkout / ".venv" / "bin" / "privgate")
     command = [privgate, "run", POLICY, "--output", str(out), "--release-date", date]
     if data is not None:
         command += ["--input", str(data)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(
-        [TIME, "-f", "peak-kib %M", *command], cwd=checkout, env=env, capture_output=True,
-        text=True,
-    )  # fmt: skip
-    wall = time.perf_counter() - started
+    with tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(
+            [TIME, "-f", "peak-kib %M", *command], cwd=checkout, env=env,
+            stdout=subprocess.DEVNULL, stderr=err, text=True, start_new_session=True,
+        )  # fmt: skip
+        watched, tree_peak, stopped = psutil.Process(process.pid), 0, False
+        while process.poll() is None:
+            tree_peak = max(tree_peak, _tree_rss(watched))
+            if MAX_RSS_GIB is not None and tree_peak > MAX_RSS_GIB * 2**30:
+                os.killpg(process.pid, signal.SIGKILL)
+                stopped = True
+            time.sleep(0.2)
+        wall = time.perf_counter() - started
+        err.seek(0)
+        stderr = err.read()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{privgate} run failed ({done.returncode}):\n{done.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    peak = int(done.stderr.rsplit("peak-kib ", 1)[1].split()[0]) / 2**20
-    return wall, cpu, peak
+    if stopped:
+        return float("nan"), cpu, float("nan"), tree_peak / 2**30
+    if process.returncode != 0:
+        raise SystemExit(f"{privgate} run failed ({process.returncode}):\n{stderr[-3000:]}")
+    peak = int(stderr.rsplit("peak-kib ", 1)[1].split()[0]) / 2**20
+    return wall, cpu, peak, tree_peak / 2**30
 
 
 def _rows(data: Path | None) -> int:
@@ -160,6 +194,7 @@ def render_scaled(r: dict, repeat: int, data: Path, skip: int | None) -> str:
         f".venv/bin/python benchmarks/cli_run_compare.py --baseline ../base --repeat {repeat} "
         f"--input {data} --modes running"
         + (f" --skip-baseline-above {skip}" if skip is not None else "")
+        + (f" --max-rss-gib {MAX_RSS_GIB:g}" if MAX_RSS_GIB is not None else "")
         + " --write"
     )
     lines = [
@@ -177,8 +212,9 @@ def render_scaled(r: dict, repeat: int, data: Path, skip: int | None) -> str:
         command,
         "```",
         "",
-        "| mode | checkout | wall (s) | CPU (s) | peak RSS (GiB) |",
-        "|---|---|---:|---:|---:|",
+        "| mode | checkout | wall (s) | CPU (s) | peak RSS, privgate process (GiB) | "
+        "peak RSS, process tree (GiB) |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     for mode in r["modes"]:
         for name in r["names"]:
@@ -186,7 +222,14 @@ def render_scaled(r: dict, repeat: int, data: Path, skip: int | None) -> str:
             wall = statistics.median(g[0] for g in got)
             cpu = statistics.median(g[1] for g in got)
             peak = max(g[2] for g in got)
-            lines.append(f"| {mode} | {name} | {wall:.1f} | {cpu:.1f} | {peak:.2f} |")
+            tree = max(g[3] for g in got)
+            if math.isnan(wall):
+                lines.append(
+                    f"| {mode} | {name} | stopped | {cpu:.1f} | — | > {MAX_RSS_GIB:g} "
+                    f"(stopped at {tree:.2f}) |"
+                )
+                continue
+            lines.append(f"| {mode} | {name} | {wall:.1f} | {cpu:.1f} | {peak:.2f} | {tree:.2f} |")
     if len(r["names"]) == 2:
         for mode in r["modes"]:
             b = statistics.median(g[0] for g in r["runs"][(mode, "baseline")])
@@ -245,7 +288,10 @@ def main() -> None:
     parser.add_argument("--input", type=Path, help="a scaled input (outside the repository)")
     parser.add_argument("--modes", choices=["both", "running"], default="both")
     parser.add_argument("--skip-baseline-above", type=int, help="rows; candidate only above")
+    parser.add_argument("--max-rss-gib", type=float, help="stop a run whose tree holds more")
     args = parser.parse_args()
+    global MAX_RSS_GIB
+    MAX_RSS_GIB = args.max_rss_gib
     modes = (
         ("running server",) if args.modes == "running" else ("temporary server", "running server")
     )
