@@ -225,7 +225,7 @@ def render_scaled(r: dict, repeat: int, data: Path, skip: int | None) -> str:
             tree = max(g[3] for g in got)
             if math.isnan(wall):
                 lines.append(
-                    f"| {mode} | {name} | stopped | {cpu:.1f} | — | > {MAX_RSS_GIB:g} "
+                    f"| {mode} | {name} | stopped | — | — | > {MAX_RSS_GIB:g} "
                     f"(stopped at {tree:.2f}) |"
                 )
                 continue
