@@ -19,6 +19,7 @@ import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -253,12 +254,16 @@ def anonymize(
     """
     started = time.perf_counter()
     tables = []
+    results = _results(frame, setup, ranking)
+    first = next(results, None)  # the table is checked (columns, k <= rows) before the rest
+    if first is None:
+        return tables
     t_columns = reference_columns(setup.models)  # t-closeness, β-likeness, δ-disclosure
     reference = None
     if t_columns:  # with a person key, each input person weighs 1 (the search's reference)
         keys = None if setup.person_key is None else frame[setup.person_key].astype("string")
         reference = sensitive_reference(frame, t_columns, setup.output_format, persons=keys)
-    for planned, result in _results(frame, setup, ranking):
+    for planned, result in chain([first], results):
         release = release_table(frame, result, setup.released_columns)
         metrics = _metrics(frame, release, result, setup, planned, started)
         persons = input_persons = history_keys = None
