@@ -14,6 +14,7 @@ order and verifies the file as written, as the flow does before publishing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -188,13 +189,22 @@ def verify(
     *,
     input_rows: int | None = None,
     covered: list[str] | None = None,
+    persons: Sequence[object] | None = None,
+    input_persons: int | None = None,
 ) -> GateDecision:
     """The gate on a release (a written file, read back as text, or a DataFrame): every
     criterion of the policy, the suppression limit when ``input_rows`` is given, the columns
     it must and must not hold, and the coverage rule when ``covered`` names fewer
-    quasi-identifiers."""
+    quasi-identifiers.
+
+    A policy with ``privacy.person_key`` counts persons: ``persons`` gives each release row's
+    person (in the release's row order; the key is never written), ``input_persons`` the
+    input's persons for the suppression limit. Without ``persons`` such a release is
+    blocked: counted in records, one patient's ten admissions would look like ten people."""
     policy = _no_attacks(_policy(policy))
-    return stages.verify(release, SearchSetup.from_policy(policy), input_rows, covered)
+    facts: dict = {"persons": persons, "input_persons": input_persons}
+    facts = {name: value for name, value in facts.items() if value is not None}
+    return stages.verify(release, SearchSetup.from_policy(policy), input_rows, covered, **facts)
 
 
 def _no_attacks(policy: ReleasePolicy) -> ReleasePolicy:

@@ -512,6 +512,18 @@ def verify(
     """
     qis = list(setup.quasi_identifiers)
     covered = qis if covered is None else list(covered)
+    if setup.person_key is not None and private.get("persons") is None:
+        # Counted in records, 17 admissions of 3 patients would pass k = 5: a person-keyed
+        # policy's criteria hold only over persons, which the release alone does not name.
+        return GateDecision(
+            False,
+            [
+                f"privacy.person_key {setup.person_key!r}: the policy counts persons, and the "
+                "release does not say whose each row is; verify it with each row's person "
+                "(kept privately, never published)"
+            ],
+            {},
+        )
     check = verify_release if isinstance(release, (str, Path)) else verify_table
     limits = {**setup.gate_limits(input_rows), **private}
     decision = check(release, covered, list(setup.models), **limits)

@@ -151,3 +151,56 @@ def test_delta_disclosure_per_person_never_passes_an_exact_tie_by_rounding() -> 
         reference=sensitive_reference(frame, ["s"], persons=frame["person"]),
     )
     assert again.passed, again.reasons
+
+
+# ---------------------------------------------------------------------------------------------
+# privgate.verify on a person-keyed policy
+# ---------------------------------------------------------------------------------------------
+
+
+def _ward_policy() -> object:
+    from privgate.core.policy import _validate
+
+    return _validate(
+        {
+            "dataset": "hospital",
+            "input": {"path": "x.csv"},
+            "columns": {
+                "subject_id": {"role": "identifier"},
+                "ward": {
+                    "role": "quasi_identifier",
+                    "hierarchy": {"kind": "taxonomy", "tree": {"*": ["a", "b"]}},
+                },
+                "s": {"role": "sensitive"},
+            },
+            "privacy": {"k": 2, "person_key": "subject_id", "suppression_limit": 0.1},
+        },
+        "test",
+    )
+
+
+def test_verify_never_passes_a_person_keyed_policy_counted_in_records(tmp_path) -> None:
+    """``privgate.verify(release, policy)`` ("the gate on any release file") counted records
+    whatever the policy: ward a, one patient's ten admissions, passed the hospital policy's
+    k = 2 (PASSED: smallest class 10) where the gate counts one person. Without each row's
+    person the gate cannot count people, so it blocks; with them it counts persons."""
+    import privgate
+
+    frame, persons = _frequent_patient()
+    release = frame[["ward", "s"]]
+    policy = _ward_policy()
+    blind = privgate.verify(release, policy)
+    assert not blind.passed and "counts persons" in blind.reasons[0]
+    path = tmp_path / "release.csv"
+    release.to_csv(path, index=False)
+    assert not privgate.verify(path, policy).passed
+    counted = privgate.verify(release, policy, persons=persons, input_persons=11)
+    assert not counted.passed
+    assert counted.measurements["min_class_size"] == 1  # P0 alone in ward a
+    # The ten patients of ward b alone pass, counted in persons (P0 suppressed: 1 of 11).
+    kept = frame[frame["subject_id"] != "P0"]
+    ok = privgate.verify(
+        kept[["ward", "s"]], policy, persons=kept["subject_id"].tolist(), input_persons=11
+    )
+    assert ok.passed, ok.reasons
+    assert ok.measurements["persons"] == 10
