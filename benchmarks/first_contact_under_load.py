@@ -95,9 +95,12 @@ def measure(load: int, with_test: bool) -> tuple[list[dict], str]:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True
     ).stdout.strip()
-    # Next to the repository, so the policies' ../../shared paths resolve as in a real checkout.
-    workdir = Path(tempfile.mkdtemp(prefix="privgate-first-contact-", dir=REPO_ROOT.parent))
-    clone = workdir / "privgate"
+    # The clone sits directly next to the repository, as a real checkout does: the tests read
+    # ../shared/data from the repository root and the policies ../../shared from policies/.
+    # (A clone one folder deeper found no data: every test that reads it failed under CI=true.)
+    # Prefect's home, the data directory and the logs go to a temporary folder of their own.
+    clone = Path(tempfile.mkdtemp(prefix="privgate-first-contact-", dir=REPO_ROOT.parent))
+    workdir = Path(tempfile.mkdtemp(prefix="privgate-first-contact-"))
     subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
     env = dict(
         os.environ,
@@ -117,6 +120,7 @@ def measure(load: int, with_test: bool) -> tuple[list[dict], str]:
             burner.kill()
             burner.wait()
         shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(clone, ignore_errors=True)
     return results, commit
 
 
