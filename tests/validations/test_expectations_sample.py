@@ -129,3 +129,15 @@ def test_adult_release_suite_on_a_seeded_sample(adult, tmp_path, monkeypatch):
     assert any(
         e["check"] == "suppression_marker" and not e["success"] for e in failed["expectations"]
     )
+
+
+def test_validate_command_states_the_sample(shared_data, monkeypatch, capsys):
+    """`privgate validate` on a table above the limit says the suite ran on a sample."""
+    from privgate.flows.cli import main
+
+    shared_data("arx/adult.csv")
+    monkeypatch.setenv(MAX_ROWS_VARIABLE, "2000")
+    assert main(["validate", str(REPO / "policies" / "adult.yaml")]) == 0
+    shown = capsys.readouterr().out
+    assert "note: the input expectations ran on a seeded random sample of 2,000 of 30,162" in shown
+    assert "result:   VALID" in shown

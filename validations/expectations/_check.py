@@ -88,6 +88,8 @@ def format_validation(outcome: Mapping[str, Any]) -> str:
         f"expectations: {summary['successful']} of {summary['evaluated']} passed "
         f"(Great Expectations suite {summary['suite']})"
     )
+    if "sample" in summary:  # a large input: say which rows the suite saw
+        lines.append(f"  note: {summary['sample']['note']}")
     for entry in summary["expectations"]:
         lines.append(f"  {'PASS' if entry['success'] else 'FAIL'}  {format_check(entry)}")
     for kind, path in (outcome.get("data_docs") or {}).items():
