@@ -114,12 +114,12 @@ def test_the_budget_search_is_kept_by_its_public_setting_only(
 ) -> None:
     """The kept OpenDP budget search is found by the declared columns, keys and settings, never
     by the records, and it is the search of that setting: rebuilt at its ρ, OpenDP's privacy
-    map is the one the release was charged."""
+    map is the one the release was charged, and each run of it draws fresh noise."""
     from privgate.core.dp import synthetic
     from privgate.core.dp._accountant import Accountant
     from privgate.core.exceptions import BudgetExceededError
 
-    _, result = aim_release
+    ledger, result = aim_release
     asked = []
     kept_search = synthetic._kept_search
 
@@ -140,3 +140,9 @@ def test_the_budget_search_is_kept_by_its_public_setting_only(
     rebuilt, d_in = synthetic._measurement(COLUMNS, declared, chosen, rho)
     assert rebuilt.map(d_in) == measurement.map(d_in)
     assert tuple(float(x) for x in rebuilt.map(d_in)) == (epsilon, delta)
+    # Kept, it runs again with fresh noise (OpenDP measurements keep no state between runs).
+    import polars as pl
+
+    coded = pl.LazyFrame({c: pl.Series(c, adult[c].tolist(), dtype=pl.String) for c in COLUMNS})
+    (draw,) = ledger.draws("adult", "r1")
+    assert synthetic._marginals_text(measurement(coded)) != draw.value
