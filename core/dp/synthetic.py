@@ -595,18 +595,31 @@ def _kept_search(setting: tuple):
     return _search_budget(list(columns), {name: list(values) for name, values in keys}, config)
 
 
+def _first_accepted_split(n_columns: int, rho: float, config: SyntheticConfig) -> SyntheticConfig:
+    """MST's settings at the largest measure split :func:`_mst_splits` accepts at ``rho`` (the
+    configured ones if none is accepted, or for AIM)."""
+    if config.method != "mst":
+        return config
+    splits = _mst_splits(n_columns, rho, config.mst_measure_split)
+    return dataclasses.replace(config, mst_measure_split=splits[0]) if splits else config
+
+
 def _search_budget(columns, keys, config: SyntheticConfig):
     """The budget search itself (uncached; see :func:`_budgeted_measurement`).
 
     OpenDP's conversion rounds conservatively, so ρ is shrunk by a few ulps until the map is
     within the budget. For MST the measure split is the largest at or below the configured one
     whose selection budget OpenDP accepts (:func:`_mst_selection_fits`), confirmed by a
-    rehearsal on an empty table (:func:`_runs_at`) before the private table is measured.
+    rehearsal on an empty table (:func:`_runs_at`) before the private table is measured; each
+    ρ is tried at that split (the measurement returned is always one whose own map was
+    checked), so when it fits and runs the measurement is built once.
     """
     rho = _rho_for(config.epsilon, config.delta)
     measurement = None
     for _ in range(17):
-        measurement, d_in = _measurement(columns, keys, config, rho)
+        # MST: built at the split OpenDP accepts at this ρ, so the search below reuses it.
+        built = _first_accepted_split(len(columns), rho, config)
+        measurement, d_in = _measurement(columns, keys, built, rho)
         epsilon, delta = (float(x) for x in measurement.map(d_in))
         if epsilon <= config.epsilon and delta <= config.delta:
             break
@@ -618,11 +631,11 @@ def _search_budget(columns, keys, config: SyntheticConfig):
             if _runs_at(columns, keys, config, rho):
                 return measurement, rho, epsilon, delta, config
         else:
-            at_configured_split = measurement, epsilon, delta
+            at_built_split = measurement, epsilon, delta
             for split in _mst_splits(len(columns), rho, config.mst_measure_split)[:3]:
                 candidate = dataclasses.replace(config, mst_measure_split=split)
-                if split == config.mst_measure_split:  # built and mapped above: same inputs
-                    measurement, epsilon, delta = at_configured_split
+                if split == built.mst_measure_split:  # built and mapped above: same inputs
+                    measurement, epsilon, delta = at_built_split
                 else:
                     measurement, d_in = _measurement(columns, keys, candidate, rho)
                     epsilon, delta = (float(x) for x in measurement.map(d_in))
