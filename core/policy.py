@@ -1196,13 +1196,15 @@ class ReleasePolicy(_Strict):
                 f"privacy.person_key: algorithm {self.algorithm.name.value!r} counts records, "
                 "not persons; use algorithm 'optimal' with a person key"
             )
-        refused = ["k_map"] * (privacy.k_map is not None)
+        table_k_map = privacy.k_map is not None and privacy.k_map.population_size is None
+        refused = ["k_map with a population table"] * table_k_map
         refused += ["delta_presence"] * (privacy.delta_presence is not None)
         if refused:
             raise ValueError(
                 f"privacy.person_key: {'; '.join(refused)} cannot be guaranteed per person "
                 "(no per-person definition, see docs/PERSONS.md); k, every l-diversity variant, "
-                "t-closeness, beta-likeness, delta-disclosure and the risk limits count persons"
+                "t-closeness, beta-likeness, delta-disclosure, the risk limits and k_map with "
+                "population_size count persons"
             )
 
     def _check_local_recoding(self, privacy: PrivacySpec) -> None:

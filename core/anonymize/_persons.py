@@ -63,8 +63,8 @@ def check_person_models(models: Sequence[PrivacyModel]) -> None:
     if other:
         raise AnonymizationError(
             f"with a person key, {', '.join(other)} cannot be guaranteed per person (no "
-            "per-person definition: k-map and delta-presence); remove them or "
-            "privacy.person_key"
+            "per-person definition: k-map with a population table and delta-presence); remove "
+            "them or privacy.person_key"
         )
 
 

@@ -113,6 +113,13 @@ class EstimatedKMap(PrivacyModel):
     where ``records`` are those of the table checked (the input for the search, the release for
     the gate: fewer records give a smaller fraction and a ``k'`` no larger, so a node the search
     accepts passes the gate).
+
+    With a person key (``stats.person_risks``), the release is a sample of *persons*: class
+    sizes are distinct persons, the fraction is ``persons / population_size`` (the population
+    counts people), and the model holds only when every released person sits in exactly one
+    class. A person whose records sit in several classes (an age at admission that moved) is
+    not one draw of one population cell, the Poisson model's premise: the estimate is then
+    undefined (``nan``, never holds), as for population uniques.
     """
 
     k: int = Field(ge=1)
@@ -121,19 +128,39 @@ class EstimatedKMap(PrivacyModel):
     estimator: Literal["poisson", "zero_truncated_poisson"] = "zero_truncated_poisson"
 
     def required_size(self, records: int) -> int:
-        """``k'`` for a table of ``records`` records."""
+        """``k'`` for a table of ``records`` records (1 for an empty one: no class to check)."""
+        if records <= 0:
+            return 1
         fraction = min(1.0, records / self.population_size)
         return derived_k(self.k, fraction, self.significance, self.estimator)[0]
 
+    @staticmethod
+    def _units(stats: ClassStats) -> int:
+        """The sampled units: records, or with a person key the released persons."""
+        if stats.person_risks is not None:
+            return len(stats.person_risks)
+        return int(stats.sizes.sum())
+
+    @staticmethod
+    def _spans_classes(stats: ClassStats) -> bool:
+        """With a person key, whether some person's records sit in several classes."""
+        return stats.person_risks is not None and len(stats.person_risks) != stats.sizes.sum()
+
     def satisfied_by(self, stats: ClassStats) -> np.ndarray:
-        return stats.sizes >= self.required_size(int(stats.sizes.sum()))
+        return stats.sizes >= self.required_size(self._units(stats))
+
+    def table_satisfied(self, stats: ClassStats) -> bool:
+        return not self._spans_classes(stats)
 
     def achieved(self, stats: ClassStats) -> float:
         """The smallest class size measured against ``k'``, rescaled to ``k``: ``k`` times
-        ``min size / k'`` capped at ``k`` (``>= k`` exactly when every class reaches ``k'``)."""
+        ``min size / k'`` capped at ``k`` (``>= k`` exactly when every class reaches ``k'``);
+        ``nan`` when a person sits in several classes."""
         if not len(stats.sizes):
             return float("inf")
-        need = self.required_size(int(stats.sizes.sum()))
+        if self._spans_classes(stats):
+            return float("nan")
+        need = self.required_size(self._units(stats))
         smallest = float(stats.sizes.min())
         return float(self.k) if smallest >= need else self.k * smallest / need
 

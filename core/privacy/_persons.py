@@ -39,6 +39,7 @@ from privgate.core.encoding import ClassStats
 from privgate.core.privacy._base import PrivacyModel
 from privgate.core.privacy._disclosure import DeltaDisclosure
 from privgate.core.privacy._k_anonymity import KAnonymity
+from privgate.core.privacy._k_map import EstimatedKMap
 from privgate.core.privacy._l_diversity import (
     DistinctLDiversity,
     EntropyLDiversity,
@@ -77,6 +78,7 @@ PERSON_COUNTED_MODELS = (
     AverageRisk,
     RiskShareAbove,
     PopulationUniques,
+    EstimatedKMap,
 )
 
 

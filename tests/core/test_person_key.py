@@ -23,9 +23,10 @@ from privgate.core.hierarchy import taxonomy_hierarchy
 from privgate.core.policy import _validate
 from privgate.core.privacy import (
     DistinctLDiversity,
-    EstimatedKMap,
     HighestRisk,
     KAnonymity,
+    KMap,
+    Population,
     persons_per_class,
 )
 
@@ -73,7 +74,9 @@ def test_gate_counts_suppression_in_persons_and_refuses_what_it_cannot_count() -
     assert "persons suppressed" in decision.summary
     strict = verify_table(release, ["q"], [KAnonymity(k=3)], persons=persons, input_persons=4)
     assert "1 persons suppressed, more than the limit of 0" in strict.reasons[0]
-    k_map = EstimatedKMap(k=2, population_size=100)
+    tree = {"q": taxonomy_hierarchy("q", {"*": ["a"]})}
+    population = Population.from_columns({"q": ["a"] * 6}, tree, "pop")
+    k_map = KMap(k=2, population=population)
     blocked = verify_table(release, ["q"], [KAnonymity(k=2), k_map], persons=persons)
     assert not blocked.passed
     assert any("cannot be verified per person" in r for r in blocked.reasons)
@@ -181,10 +184,11 @@ def _person_policy(**privacy) -> dict:
                 "privacy": {
                     "k": 2,
                     "person_key": "subject_id",
-                    "k_map": {"k": 3, "population_size": 1000},
+                    "k_map": {"k": 3},
+                    "population": {"path": "population.csv"},
                 }
             },
-            "k_map cannot be guaranteed per person",
+            "k_map with a population table cannot be guaranteed per person",
         ),
     ],
 )
@@ -209,6 +213,7 @@ def test_person_key_policy_accepted_with_person_models() -> None:
         t_closeness=[{"column": "diagnosis", "t": 0.4}],
         beta_likeness=[{"column": "diagnosis", "beta": 2.0}],
         delta_disclosure=[{"column": "diagnosis", "delta": 2.0}],
+        k_map={"k": 3, "population_size": 1000},
         risk={
             "highest": 0.5,
             "average": 0.3,

@@ -36,6 +36,7 @@ from privgate.core.privacy import (
     BetaLikeness,
     DeltaDisclosure,
     EntropyLDiversity,
+    EstimatedKMap,
     KAnonymity,
     PopulationUniques,
     RecursiveCLDiversity,
@@ -104,11 +105,15 @@ class Reference:
             for _, g in rows.groupby(labels)
         ]
 
-    def class_ok(self, model, people: set, weights: dict[str, Fraction], held: dict) -> bool:
+    def class_ok(
+        self, model, people: set, weights: dict[str, Fraction], held: dict, units: int = 0
+    ) -> bool:
         n = len(people)
         share = {v: w / n for v, w in weights.items()}
         if isinstance(model, KAnonymity):
             return n >= model.k
+        if isinstance(model, EstimatedKMap):  # k' at the fraction released persons / population
+            return n >= model.required_size(units)  # (the estimator itself is the row one)
         if isinstance(model, EntropyLDiversity) and model.estimator == "grassberger":
             # Each person one sample: of the value they hold, or of the one of theirs the
             # class weighs most (ties: the value's text first).
@@ -175,6 +180,8 @@ class Reference:
         if isinstance(model, RiskShareAbove):
             above = sum(1 for r in risk.values() if r > model.threshold + 1e-12)
             return Fraction(above, len(risk)) <= model.limit + 1e-12
+        if isinstance(model, EstimatedKMap):  # every person in exactly one class
+            return sum(len(people) for people, *_ in classes) == len(risk)
         if isinstance(model, PopulationUniques):
             sizes = np.array([len(people) for people, *_ in classes])
             if sizes.sum() != len(risk):  # someone in two classes: no sample of persons
@@ -189,7 +196,7 @@ class Reference:
             classes = self.classes(node, kept)
             failing = set()
             for people, weights, held in classes:
-                if not all(self.class_ok(m, people, weights, held) for m in models):
+                if not all(self.class_ok(m, people, weights, held, len(kept)) for m in models):
                     failing |= people
             if not failing:
                 return kept
@@ -816,3 +823,66 @@ def test_likeness_and_disclosure_count_people_where_rows_would_pass() -> None:
             encoded.frequency_set(), persons=codes
         )
         assert by_person.levels == {"age": 1}  # one class: the input's own distribution
+
+
+# ---------------------------------------------------------------------------------------------
+# Estimated k-map per person: persons per class, a sample of persons each in one class
+# ---------------------------------------------------------------------------------------------
+
+K_MAP_SETS = [
+    [KAnonymity(k=1), EstimatedKMap(k=2, population_size=30)],
+    [KAnonymity(k=1), EstimatedKMap(k=3, population_size=60, significance=0.2)],
+    [KAnonymity(k=2), EstimatedKMap(k=3, population_size=20, estimator="poisson"),
+     EntropyLDiversity(column="s", l=1.5)],
+]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(rows=tables, models=st.sampled_from(K_MAP_SETS), limit=st.sampled_from([0.0, 0.2, 0.5]))
+def test_estimated_k_map_per_person_follows_the_reference_and_the_gate_agrees(
+    rows, models, limit
+) -> None:
+    frame = _frame(rows)
+    reference = Reference(frame)
+    encoded = encode_table(frame, HIERARCHIES, ["s"])
+    codes, _ = pd.factorize(frame["person"])
+    checker = PersonNodeChecker(encoded.frequency_set(), codes, models, limit)
+    feasible = {}
+    for node in NODES:
+        accepted, kept = reference.accepted(node, models, limit)
+        outcome = checker.evaluate(node)
+        assert outcome.satisfied == accepted, (node, models)
+        assert set(frame["person"][~checker.suppressed_rows(node)]) == kept, node
+        if accepted:
+            feasible[node] = reference.precision(node, kept)
+            release, persons = _release(frame, node, kept)
+            decision = _gate(frame, release, persons, models, limit)
+            assert decision.passed, (node, decision.reasons)
+    search = OptimalLattice(models, limit, metric="precision")
+    if not feasible:
+        with pytest.raises(AnonymizationError, match="persons"):
+            search.search(encoded.frequency_set(), persons=codes)
+        return
+    result = search.search(encoded.frequency_set(), persons=codes)
+    best = min(feasible.values())
+    tied = [n for n, loss in feasible.items() if math.isclose(loss, best, abs_tol=1e-12)]
+    assert tuple(result.levels.values()) == min(tied, key=lambda n: (sum(n), n))
+
+
+def test_estimated_k_map_counts_people_where_rows_would_pass() -> None:
+    """Estimated 2-map (population 30, k' = 2): P0's ten admissions in ward a are a class of
+    ten records, and of one person; ward b holds three patients. Over rows both classes reach
+    k'; over people ward a is one person. And a person in both wards is not a sample of
+    persons each in one class: undefined, blocked."""
+    frame = _frequent_patient().iloc[:13]  # P0 x 10, then P1-P3 in ward b
+    model = EstimatedKMap(k=2, population_size=30)
+    released = frame[["ward", "s"]]
+    assert verify_table(released, ["ward"], [model]).passed
+    people = verify_table(released, ["ward"], [model], persons=frame["person"])
+    assert not people.passed
+    assert people.measurements["achieved"][str(model)] == pytest.approx(1.0)  # 2 * 1 / 2
+    both = pd.DataFrame({"ward": ["a", "a", "b", "b"], "s": ["x"] * 4})
+    spanning = verify_table(both, ["ward"], [model], persons=["P0", "P1", "P0", "P2"])
+    assert not spanning.passed
+    assert math.isnan(spanning.measurements["achieved"][str(model)])
+    assert verify_table(both, ["ward"], [model], persons=["P0", "P1", "P2", "P3"]).passed
