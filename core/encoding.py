@@ -417,6 +417,11 @@ class ClassStats:
         counts*: every person is one observation of one value they hold in the class
         (:func:`privgate.core.privacy.person_samples`; what Grassberger's entropy estimator
         reads). ``None`` when rows are the unit.
+    sampled_units : int, optional
+        The units (records, or persons) of the *input* the release was made from, when known:
+        the sample of the population that estimated k-map's sampling fraction reads (the
+        suppressed units were sampled too and are still in the population). ``None``: the
+        classes' own units.
     """
 
     sizes: np.ndarray
@@ -427,6 +432,7 @@ class ClassStats:
     population_outside: int = 0
     person_risks: np.ndarray | None = None
     person_samples: dict[str, np.ndarray] | None = None
+    sampled_units: int | None = None
 
     @classmethod
     def from_labels(

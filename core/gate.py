@@ -518,6 +518,11 @@ def decide(
     """
     reasons = list(reasons)
     measurements: dict = {"rows": n_rows}
+    if input_rows is not None and input_rows >= n_rows:
+        # Estimated k-map's sampling fraction is the input's (records or persons): the
+        # released classes are cells of that sample, and suppressed units are still in the
+        # population. With the release's own units the fraction, and k', would be smaller.
+        stats = replace(stats, sampled_units=input_rows)
     if n_rows == 0:
         reasons.append("the release has no rows")
     if input_rows is not None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -108,7 +109,7 @@ class PersonNodeChecker(NodeChecker):
     def _row_stats(self, row_class: np.ndarray, n_classes: int, keep: np.ndarray) -> ClassStats:
         """The kept rows' classes as the models check them (the gate's definition)."""
         table = self.freq.table
-        return person_class_stats(
+        stats = person_class_stats(
             row_class[keep],
             n_classes,
             self.persons[keep],
@@ -116,6 +117,8 @@ class PersonNodeChecker(NodeChecker):
             table.sensitive_values,
             self._person_overall,
         )
+        # Estimated k-map's fraction: the input's persons, as the gate reads it (docs/PERSONS.md)
+        return replace(stats, sampled_units=self.n_persons)
 
     def kept_rows(self, node: Sequence[int]) -> tuple[np.ndarray, np.ndarray, ClassStats]:
         """Rows kept at ``node`` by the fixed-point rule (then, with ``suppress: true`` on a
@@ -211,4 +214,5 @@ def _occupied(stats: ClassStats) -> ClassStats:
         person_samples=None
         if stats.person_samples is None
         else {name: s[held] for name, s in stats.person_samples.items()},
+        sampled_units=stats.sampled_units,
     )

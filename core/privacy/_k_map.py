@@ -110,16 +110,19 @@ class EstimatedKMap(PrivacyModel):
     """k-map estimated from the population's size: each class has at least ``k'`` records.
 
     ``k'`` (:func:`derived_k`) depends on the sampling fraction ``records / population_size``,
-    where ``records`` are those of the table checked (the input for the search, the release for
-    the gate: fewer records give a smaller fraction and a ``k'`` no larger, so a node the search
-    accepts passes the gate).
+    where ``records`` are the *input's* in the search and in the gate alike
+    (``stats.sampled_units``, which the gate sets from the input's size it is given): the
+    released classes are cells of that sample, and suppressed records were sampled too and
+    are still in the population. (The gate once used the release's own records: with 38 of
+    50 suppressed, classes of 4 passed a ``k'`` of 4 where the input's fraction asks 5.)
+    A table checked alone, its size unknown, reads its own records.
 
     With a person key (``stats.person_risks``), the release is a sample of *persons*: class
-    sizes are distinct persons, the fraction is ``persons / population_size`` (the population
-    counts people), and the model holds only when every released person sits in exactly one
-    class. A person whose records sit in several classes (an age at admission that moved) is
-    not one draw of one population cell, the Poisson model's premise: the estimate is then
-    undefined (``nan``, never holds), as for population uniques.
+    sizes are distinct persons, the fraction is ``input persons / population_size`` (the
+    population counts people), and the model holds only when every released person sits in
+    exactly one class. A person whose records sit in several classes (an age at admission that
+    moved) is not one draw of one population cell, the Poisson model's premise: the estimate
+    is then undefined (``nan``, never holds), as for population uniques.
     """
 
     k: int = Field(ge=1)
@@ -136,7 +139,10 @@ class EstimatedKMap(PrivacyModel):
 
     @staticmethod
     def _units(stats: ClassStats) -> int:
-        """The sampled units: records, or with a person key the released persons."""
+        """The sampled units: the input's when known (``stats.sampled_units``: the suppressed
+        units were sampled too), else the classes' records, or with a person key persons."""
+        if stats.sampled_units is not None:
+            return stats.sampled_units
         if stats.person_risks is not None:
             return len(stats.person_risks)
         return int(stats.sizes.sum())

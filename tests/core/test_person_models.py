@@ -112,7 +112,7 @@ class Reference:
         share = {v: w / n for v, w in weights.items()}
         if isinstance(model, KAnonymity):
             return n >= model.k
-        if isinstance(model, EstimatedKMap):  # k' at the fraction released persons / population
+        if isinstance(model, EstimatedKMap):  # k' at the fraction input persons / population
             return n >= model.required_size(units)  # (the estimator itself is the row one)
         if isinstance(model, EntropyLDiversity) and model.estimator == "grassberger":
             # Each person one sample: of the value they hold, or of the one of theirs the
@@ -196,7 +196,8 @@ class Reference:
             classes = self.classes(node, kept)
             failing = set()
             for people, weights, held in classes:
-                if not all(self.class_ok(m, people, weights, held, len(kept)) for m in models):
+                units = self.frame["person"].nunique()  # estimated k-map: the input's persons
+                if not all(self.class_ok(m, people, weights, held, units) for m in models):
                     failing |= people
             if not failing:
                 return kept

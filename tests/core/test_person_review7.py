@@ -204,3 +204,31 @@ def test_verify_never_passes_a_person_keyed_policy_counted_in_records(tmp_path) 
     )
     assert ok.passed, ok.reasons
     assert ok.measurements["persons"] == 10
+
+
+# ---------------------------------------------------------------------------------------------
+# Estimated k-map: the sampling fraction is the input's, in the gate as in the search
+# ---------------------------------------------------------------------------------------------
+
+
+def test_estimated_k_map_reads_the_input_fraction_in_the_gate() -> None:
+    """Population 100, an input of 50 (fraction 0.5): k = 5 needs classes of k' = 5. A release
+    keeping 12 of them in three classes of 4 (38 suppressed within an 80 % limit) passed the
+    gate, which derived k' from the release's own 12 (fraction 0.12, k' = 4); the suppressed
+    were sampled too and are still in the population. Rows and persons alike."""
+    from privgate.core.privacy import EstimatedKMap
+
+    model = EstimatedKMap(k=5, population_size=100)
+    assert model.required_size(50) == 5 and model.required_size(12) == 4
+    release = pd.DataFrame({"q": ["a"] * 4 + ["b"] * 4 + ["c"] * 4, "s": ["x"] * 12})
+    persons = [f"p{i}" for i in range(12)]
+    by_persons = verify_table(
+        release, ["q"], [model], persons=persons, input_persons=50, suppression_limit=0.8
+    )
+    by_rows = verify_table(release, ["q"], [model], input_rows=50, suppression_limit=0.8)
+    for decision in (by_persons, by_rows):
+        assert not decision.passed
+        assert decision.measurements["achieved"][str(model)] == 4  # 5 * 4 / 5
+    # The same classes from an input of 12 (nothing suppressed): fraction 0.12, k' = 4.
+    alone = verify_table(release, ["q"], [model], persons=persons, input_persons=12)
+    assert alone.passed, alone.reasons
