@@ -492,7 +492,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crashes.set_defaults(func=cmd_crash_detection)
 
-    verify = sub.add_parser("verify", help="check a release file's k / l / t")
+    verify = sub.add_parser(
+        "verify",
+        help="check a release file's k / l / t, counted in records (a person-keyed release: "
+        "privgate.verify with persons=)",
+    )
     verify.add_argument("file", help="release file (CSV or Parquet)")
     verify.add_argument("--qi", required=True, help="quasi-identifier columns, comma-separated")
     verify.add_argument("--k", type=_positive_int, required=True)
