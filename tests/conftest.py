@@ -35,11 +35,16 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA_DIR = REPO / ".." / "shared" / "data"
 
 # Quiet, offline Prefect and Great Expectations wherever a test starts them, and persisted stage
-# results in a throwaway folder, never the user's home.
+# results and Prefect's home in throwaway folders, never the user's home.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", tempfile.mkdtemp(prefix="privgate-results-"))
+# Prefect's home (its profiles and the temporary server's database) too: a test that runs
+# `privgate run` in a child process without the test server's URL starts a temporary server,
+# which created and migrated ~/.prefect/prefect.db, the user's real one. Set before anything
+# imports Prefect; an explicit PREFECT_HOME is kept.
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="privgate-prefect-home-"))
 
 # One BLAS/OpenMP thread per test process. `make test` runs two pytest-xdist workers on this
 # 2-core machine: OpenBLAS's default of one thread per core gives four threads on two cores, and

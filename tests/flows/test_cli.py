@@ -289,3 +289,14 @@ def test_a_tiered_run_prints_every_tiers_gate_line_with_its_own_flags(
     )
     assert "gate: PASSED (90 rows, 9 classes, smallest class 5, 0 suppressed)" in lines
     assert lines[-1] == "release: /releases/adult-tiered/r-e5"
+
+
+def test_cli_children_use_a_throwaway_prefect_home_not_the_users():
+    """The `privgate run` children above start Prefect's temporary server, whose database lives
+    in PREFECT_HOME: tests/conftest.py points it at a temporary folder before Prefect is
+    imported, so neither they nor this process create or migrate ~/.prefect/prefect.db."""
+    from prefect.settings import PREFECT_HOME
+
+    home = Path(os.environ["PREFECT_HOME"]).resolve()
+    assert home != (Path.home() / ".prefect").resolve()
+    assert Path(PREFECT_HOME.value()).resolve() == home
