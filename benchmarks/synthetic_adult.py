@@ -326,6 +326,12 @@ def attacks(release, train, test, hierarchies) -> dict:
     return out
 
 
+def _deadline(hhmm: str) -> datetime:
+    """Today's (UTC) ``HH:MM`` as an aware datetime."""
+    hours, minutes = (int(x) for x in hhmm.split(":"))
+    return datetime.now(UTC).replace(hour=hours, minute=minutes, second=0, microsecond=0)
+
+
 class Bench:
     """The split, the spread, the reference marginals and where rows go."""
 
@@ -338,6 +344,15 @@ class Bench:
         self.rows_file = Path(args.rows_file) if args.rows_file else None
         self.skip_attacks = args.attacks == 0
         self.commit = git_commit()
+        self.deadline = _deadline(args.deadline) if getattr(args, "deadline", None) else None
+        self.skipped: list[str] = []
+
+    def in_time(self, what: str = "a release") -> bool:
+        """False once ``--deadline`` has passed (what was skipped is stated in the section)."""
+        if self.deadline is None or datetime.now(UTC) < self.deadline:
+            return True
+        self.skipped.append(what)
+        return False
 
     def append(self, row: dict) -> None:
         """Keep ``row`` and append it to the rows file (a stopped run keeps what it measured)."""
@@ -348,9 +363,11 @@ class Bench:
             with self.rows_file.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(row) + "\n")
 
-    def measure(self, name, eps, release, seconds, weights=None, records=None, note="") -> dict:
+    def measure(
+        self, name, eps, release, seconds, weights=None, records=None, note="", draw=0
+    ) -> dict:
         """Score one release and append its row (also to the rows file)."""
-        row = {"release": name, "epsilon": eps, "seconds": seconds, "note": note}
+        row = {"release": name, "epsilon": eps, "draw": draw, "seconds": seconds, "note": note}
         row["rows"] = int(round(weights.sum())) if weights is not None else len(release)
         started = time.perf_counter()
         row["k-marginal"] = f"{1000 * (1 - self.scorer.mean_tv(release, 3, weights)):.0f}"
@@ -389,7 +406,7 @@ def k_anonymous(bench: Bench, algorithm: str, k: int) -> None:
     bench.measure(f"{algorithm} k={k}", "—", table.frame[COLUMNS], seconds, note=note)
 
 
-def safepub(bench: Bench, eps: float) -> None:
+def safepub(bench: Bench, eps: float, draw: int = 0) -> None:
     started = time.perf_counter()
     try:
         result = safepub_release(
@@ -401,14 +418,15 @@ def safepub(bench: Bench, eps: float) -> None:
         )
     except ValueError as error:  # refused: stated in the table
         print(f"safepub eps={eps}: {error}", flush=True)
-        bench.append({"release": "safepub", "epsilon": eps, "note": f"refused: {error}"})
+        row = {"release": "safepub", "epsilon": eps, "draw": draw, "note": f"refused: {error}"}
+        bench.append(row)
         return
     seconds = round(time.perf_counter() - started, 1)
     name = f"safepub (k={result.k}, beta={result.beta:.3f})"
-    bench.measure(name, eps, result.frame[COLUMNS], seconds)
+    bench.measure(name, eps, result.frame[COLUMNS], seconds, draw=draw)
 
 
-def dpheter(bench: Bench, eps: float, rounds: int) -> None:
+def dpheter(bench: Bench, eps: float, rounds: int, draw: int = 0) -> None:
     """DPHeter on the same 9 columns; the class released as a flat attribute.
 
     DPHeter scores its specializations against a class that it does not release; for a
@@ -431,6 +449,7 @@ def dpheter(bench: Bench, eps: float, rounds: int) -> None:
         weights=weights,
         records=result.expand()[COLUMNS],
         note=note,
+        draw=draw,
     )
 
 
@@ -452,7 +471,7 @@ def _dpheter_result(bench: Bench, eps: float, rounds: int):
     )
 
 
-def synthetic(bench: Bench, method: str, eps: float, aim_rounds: int) -> None:
+def synthetic(bench: Bench, method: str, eps: float, aim_rounds: int, draw: int = 0) -> None:
     domains = SyntheticDomains(
         COLUMNS,
         {c: v for c, v in bench.domains.items() if c != "age"},
@@ -464,7 +483,7 @@ def synthetic(bench: Bench, method: str, eps: float, aim_rounds: int) -> None:
     result = synthesize(bench.train.astype(str), domains, config, Accountant((eps, DELTA)))
     seconds = round(time.perf_counter() - started, 1)
     note = f"{len(result.marginals)} marginals measured"
-    bench.measure(method, eps, result.frame, seconds, note=note)
+    bench.measure(method, eps, result.frame, seconds, note=note, draw=draw)
 
 
 # ------------------------------------------------------------------------------------------
@@ -500,8 +519,10 @@ def fmeasure_rows(bench: Bench, epsilons, repetitions: int, rounds: int) -> list
     original = features(bench.train, bench.spread)
     truth = {(m, n): cluster_labels(original, n, m, seed=0) for m, n in CLUSTERINGS}
     rows = []
-    for eps in epsilons:
-        for repetition in range(repetitions):
+    for repetition in range(repetitions):  # every epsilon once before any twice
+        for eps in epsilons:
+            if not bench.in_time(f"F-measure eps={eps:g} draw {repetition + 1}"):
+                continue
             for name, (release, weights, generalized) in _generalizing(bench, eps, rounds).items():
                 row = {
                     "kind": "fmeasure",
@@ -570,6 +591,10 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--render", help="only render the section from these rows files (a,b)")
     parser.add_argument("--notes", help="markdown placed under the heading (how the rows ran)")
+    parser.add_argument("--draws", type=int, default=3, help="fresh draws per DP (method, eps)")
+    parser.add_argument(
+        "--deadline", help="UTC HH:MM after which no further release starts (rows stay partial)"
+    )
     args = parser.parse_args(argv)
     global N_ATTACKS
     N_ATTACKS = args.attacks
@@ -596,20 +621,35 @@ def main(argv=None) -> int:
         if algorithm in methods:
             for k in (int(x) for x in args.k.split(",")):
                 k_anonymous(bench, algorithm, k)
-    # The fast DP methods first at every epsilon, then the synthesizers (slowest last).
-    for eps in epsilons:
-        if "safepub" in methods:
-            safepub(bench, eps)
-        if "dpheter" in methods:
-            dpheter(bench, eps, args.dpheter_rounds)
-    for method in ("mst", "aim"):
-        if method in methods:
-            for eps in epsilons:
-                synthetic(bench, method, eps, args.aim_rounds)
+
+    # Every cell once before any cell twice: SafePub and DPHeter (fast), the synthesizers
+    # (slow), then the fast cells' further draws, the F-measure comparison and the
+    # synthesizers' further draws. A run stopped by --deadline keeps what it measured.
+    def fast(draw: int) -> None:
+        for eps in epsilons:
+            if "safepub" in methods and bench.in_time(f"safepub eps={eps:g} draw {draw + 1}"):
+                safepub(bench, eps, draw)
+            if "dpheter" in methods and bench.in_time(f"dpheter eps={eps:g} draw {draw + 1}"):
+                dpheter(bench, eps, args.dpheter_rounds, draw)
+
+    def slow(draw: int) -> None:
+        for method in ("mst", "aim"):
+            if method in methods:
+                for eps in epsilons:
+                    if bench.in_time(f"{method} eps={eps:g} draw {draw + 1}"):
+                        synthetic(bench, method, eps, args.aim_rounds, draw)
+
+    if args.draws:
+        fast(0)
+        slow(0)
+    for draw in range(1, args.draws):
+        fast(draw)
     if args.fmeasure_reps:
         fmeasure_rows(bench, epsilons, args.fmeasure_reps, args.dpheter_rounds)
+    for draw in range(1, args.draws):
+        slow(draw)
     total = time.perf_counter() - started_all
-    text = render(bench.rows, args, load_before, environment.load_average(), total)
+    text = render(bench.rows, args, load_before, environment.load_average(), total, bench.skipped)
     print(text)
     if args.write:
         _upsert(BENCHMARKS_MD, SECTION_HEADING, text)
@@ -617,7 +657,7 @@ def main(argv=None) -> int:
 
 
 HEADERS = [
-    "release", "epsilon", "rows", "seconds", "k-marginal", "TV 1-way", "TV 2-way",
+    "release", "epsilon", "draws", "rows", "seconds", "k-marginal", "TV 1-way", "TV 2-way",
     "accuracy", "AUC", "singling_out", "linkability", "inference", "unique_exact_match",
 ]  # fmt: skip
 
@@ -626,6 +666,122 @@ def git_commit() -> str:
     return subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO_ROOT
     ).stdout.strip()
+
+
+_RISK = re.compile(rf"^({_NUMBER}) \[({_NUMBER}), ({_NUMBER})\]$")
+_NUMERIC = ("rows", "seconds", "k-marginal", "TV 1-way", "TV 2-way", "accuracy", "AUC")
+_RISKS = ("singling_out", "linkability", "inference", "unique_exact_match")
+
+
+def _digits(values: Sequence[str]) -> int:
+    text = str(values[0])
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def aggregate(rows: list[dict]) -> dict:
+    """One table row from the draws of one (release, epsilon) cell.
+
+    A single draw is shown as measured. Over several draws a number is ``mean (min-max)``
+    and an attack risk ``mean (min-max) <=high``: the mean and range of the measured risk
+    over the draws and the highest upper 95 % bound any draw had (what a gate on the
+    upper bound would have seen at worst).
+    """
+    first = rows[0]
+    out = {"release": first["release"], "epsilon": first["epsilon"], "draws": len(rows)}
+    if "note" in first and str(first.get("note", "")).startswith("refused"):
+        out["rows"] = "refused"
+        return out
+    for header in _NUMERIC + _RISKS:
+        values = [r[header] for r in rows if r.get(header) not in (None, "", "—")]
+        if not values:
+            out[header] = "—"
+        elif len(rows) == 1:
+            out[header] = values[0]
+        elif header in _RISKS:
+            parsed = [_RISK.match(str(v)) for v in values]
+            risk = np.array([float(m.group(1)) for m in parsed])
+            high = max(float(m.group(3)) for m in parsed)
+            out[header] = f"{risk.mean():.3f} ({risk.min():.3f}-{risk.max():.3f}) <={high:.3f}"
+        else:
+            numbers = np.array([float(v) for v in values])
+            places = _digits(values)
+            out[header] = (
+                f"{numbers.mean():.{places}f} "
+                f"({numbers.min():.{places}f}-{numbers.max():.{places}f})"
+            )
+    return out
+
+
+def cells(rows: list[dict]) -> list[list[dict]]:
+    """The rows grouped by (release, epsilon), in the order they were first measured."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((str(row["release"]), str(row["epsilon"])), []).append(row)
+    return list(groups.values())
+
+
+def welch(
+    a: Sequence[float], b: Sequence[float], level: float = 0.95
+) -> tuple[float, float, float]:
+    """``mean(a) - mean(b)`` and its Welch t interval at ``level`` (unequal variances).
+
+    Needs at least two values on each side; a side with no spread at all (every draw gave
+    the same F) leaves the other side's variance alone in the interval.
+    """
+    from scipy import stats
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    diff = float(a.mean() - b.mean())
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = float(np.sqrt(va + vb))
+    if se == 0.0:
+        return diff, diff, diff
+    dof = (va + vb) ** 2 / (
+        (va**2 / (len(a) - 1) if va else 0.0) + (vb**2 / (len(b) - 1) if vb else 0.0)
+    )
+    half = float(stats.t.ppf(0.5 + level / 2, dof)) * se
+    return diff, diff - half, diff + half
+
+
+def fmeasure_comparison(rows: list[dict]) -> list[str]:
+    """DPHeter minus SafePub per epsilon and clustering, with Welch intervals and a verdict.
+
+    The verdict holds family-wise: each interval is widened by Bonferroni over every
+    comparison in the table (a direction is claimed only where that interval excludes 0).
+    """
+    names = [f"{m} {n}" for m, n in CLUSTERINGS]
+    epsilons = sorted({float(r["epsilon"]) for r in rows})
+    pairs = []
+    for eps in epsilons:
+        sides = {
+            name: [r for r in rows if r["release"] == name and float(r["epsilon"]) == eps]
+            for name in ("dpheter", "safepub")
+        }
+        if min(len(v) for v in sides.values()) >= 2:
+            pairs.append((eps, sides))
+    if not pairs:
+        return []
+    family = len(pairs) * len(names)
+    strict = 1 - 0.05 / family
+    lines = [
+        "| epsilon | draws (DPHeter / SafePub) | clustering | DPHeter - SafePub [95 %] | "
+        f"family-wise [{100 * strict:.2f} %] | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for eps, sides in pairs:
+        for name in names:
+            a = [r[name] for r in sides["dpheter"]]
+            b = [r[name] for r in sides["safepub"]]
+            diff, lo, hi = welch(a, b)
+            _, flo, fhi = welch(a, b, strict)
+            verdict = (
+                "DPHeter higher" if flo > 0 else "SafePub higher" if fhi < 0 else "inconclusive"
+            )
+            lines.append(
+                f"| {eps:g} | {len(a)} / {len(b)} | {name} | {diff:+.3f} [{lo:+.3f}, {hi:+.3f}] "
+                f"| [{flo:+.3f}, {fhi:+.3f}] | {verdict} |"
+            )
+    return lines
 
 
 def fmeasure_table(rows: list[dict]) -> list[str]:
@@ -648,7 +804,7 @@ def fmeasure_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def render(rows, args, load_before, load_after, total) -> str:
+def render(rows, args, load_before, load_after, total, skipped=()) -> str:
     fmeasure = [r for r in rows if r.get("kind") == "fmeasure"]
     rows = [r for r in rows if r.get("kind") != "fmeasure"]
     commit = ", ".join(sorted({r["git"] for r in rows + fmeasure if r.get("git")})) or git_commit()
@@ -692,18 +848,27 @@ def render(rows, args, load_before, load_after, total) -> str:
         "age numeric, generalized cells read as regions; risk [95 % interval]; inference = the "
         "worst of the 9 secrets. DPHeter is attacked on its records (each partition repeated "
         "by its noisy count).",
+        f"- Draws: every DP cell is released {getattr(args, 'draws', 1)} times with fresh noise "
+        "(column `draws` says how many it got); each draw is scored and attacked on its own. "
+        "Over several draws a number is `mean (min-max)` over the draws and an attack risk "
+        "`mean (min-max) <=high`, high being the largest upper 95 % bound of any draw. The "
+        "original, optimal and Mondrian releases are deterministic (one draw).",
         "",
         "| " + " | ".join(HEADERS) + " |",
         "|" + "---|" * len(HEADERS),
     ]
-    for row in rows:
+    for cell in cells(rows):
+        row = aggregate(cell)
         lines.append("| " + " | ".join(str(row.get(h, "")) for h in HEADERS) + " |")
+    if skipped:
+        lines += ["", "Not started before the run's deadline: " + "; ".join(skipped) + "."]
     lines.append("")
     lines.append("Per release (seconds of utility scoring / of attacks; notes):")
     lines.append("")
     for r in rows:
         lines.append(
-            f"- {r['release']} ε={r['epsilon']}: {r.get('utility seconds', '—')} s / "
+            f"- {r['release']} ε={r['epsilon']} draw {int(r.get('draw', 0)) + 1}: "
+            f"{r.get('utility seconds', '—')} s / "
             f"{r.get('attack seconds', '—')} s" + (f"; {r['note']}" if r.get("note") else "")
         )
     if fmeasure:
@@ -718,6 +883,17 @@ def render(rows, args, load_before, load_after, total) -> str:
             "",
             *fmeasure_table(fmeasure),
         ]
+        comparison = fmeasure_comparison(fmeasure)
+        if comparison:
+            lines += [
+                "",
+                "DPHeter minus SafePub, mean F over the draws: Welch's t interval (unequal "
+                "variances) at 95 % and, family-wise over every comparison below, "
+                "Bonferroni-widened; a direction is claimed only where the widened interval "
+                "excludes 0:",
+                "",
+                *comparison,
+            ]
     return "\n".join(lines) + "\n"
 
 

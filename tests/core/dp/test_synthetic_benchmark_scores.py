@@ -109,3 +109,61 @@ def test_a_release_whose_class_is_generalized_carries_no_class_signal(bench) -> 
     _, auc = bench.classify(hidden, original, spread)
     # Each record counts half for each class; only the forest's bootstrap tells them apart.
     assert abs(auc - 0.5) < 0.1
+
+
+def test_draws_of_one_cell_are_shown_as_mean_range_and_worst_upper_bound(bench) -> None:
+    draws = [
+        {"release": "mst", "epsilon": 1.0, "k-marginal": "880", "accuracy": "0.7800",
+         "singling_out": "0.100 [0.020, 0.180]", "linkability": "0.000 [0.000, 0.013]"},
+        {"release": "mst", "epsilon": 1.0, "k-marginal": "870", "accuracy": "0.7900",
+         "singling_out": "0.000 [0.000, 0.029]", "linkability": "0.000 [0.000, 0.013]"},
+        {"release": "mst", "epsilon": 2.0, "k-marginal": "890", "accuracy": "0.7700",
+         "singling_out": "0.050 [0.000, 0.100]", "linkability": "0.000 [0.000, 0.013]"},
+    ]  # fmt: skip
+    first, second = bench.cells(draws)
+    assert [len(first), len(second)] == [2, 1]
+    row = bench.aggregate(first)
+    assert row["draws"] == 2
+    assert row["k-marginal"] == "875 (870-880)"
+    assert row["accuracy"] == "0.7850 (0.7800-0.7900)"
+    assert row["singling_out"] == "0.050 (0.000-0.100) <=0.180"
+    single = bench.aggregate(second)
+    assert single["draws"] == 1 and single["singling_out"] == "0.050 [0.000, 0.100]"
+    refused = bench.aggregate([{"release": "safepub", "epsilon": 10.0, "note": "refused: x"}])
+    assert refused["rows"] == "refused"
+
+
+def test_welch_interval_matches_scipy_and_separates_only_distinct_means(bench) -> None:
+    from scipy import stats
+
+    a = [0.70, 0.72, 0.69, 0.71, 0.73]
+    b = [0.50, 0.55, 0.52, 0.48, 0.51]
+    diff, lo, hi = bench.welch(a, b)
+    assert diff == pytest.approx(np.mean(a) - np.mean(b))
+    p = stats.ttest_ind(a, b, equal_var=False).pvalue
+    assert lo > 0 and p < 0.05
+    # The interval's half-width at 1 - p touches 0 exactly (the same t distribution).
+    _, edge, _ = bench.welch(a, b, 1 - p)
+    assert edge == pytest.approx(0.0, abs=1e-9)
+    _, lo, hi = bench.welch([0.4, 0.9, 0.6], [0.5, 0.8, 0.7])
+    assert lo < 0 < hi
+
+
+def test_fmeasure_verdict_needs_the_family_wise_interval_to_exclude_zero(bench) -> None:
+    rows = []
+    for i, (high, low) in enumerate(
+        zip([0.80, 0.82, 0.81, 0.79], [0.50, 0.52, 0.49, 0.51], strict=True)
+    ):
+        for name, value in (("dpheter", high), ("safepub", low)):
+            f = {f"{m} {n}": value for m, n in bench.CLUSTERINGS}
+            rows.append({"release": name, "epsilon": 1.0, "repetition": i, **f})
+    for i, (x, y) in enumerate(zip([0.3, 0.9, 0.5], [0.6, 0.4, 0.7], strict=True)):
+        for name, value in (("dpheter", x), ("safepub", y)):
+            f = {f"{m} {n}": value for m, n in bench.CLUSTERINGS}
+            rows.append({"release": name, "epsilon": 2.0, "repetition": i, **f})
+    table = bench.fmeasure_comparison(rows)
+    at_1 = [line for line in table if line.startswith("| 1 |")]
+    at_2 = [line for line in table if line.startswith("| 2 |")]
+    assert len(at_1) == len(at_2) == len(bench.CLUSTERINGS)
+    assert all(line.endswith("| DPHeter higher |") for line in at_1)
+    assert all(line.endswith("| inconclusive |") for line in at_2)
