@@ -689,7 +689,7 @@ def aggregate(rows: list[dict]) -> dict:
     first = rows[0]
     out = {"release": first["release"], "epsilon": first["epsilon"], "draws": len(rows)}
     if "note" in first and str(first.get("note", "")).startswith("refused"):
-        out["rows"] = "refused"
+        out["draws"], out["rows"] = "—", "refused"  # nothing was released, nothing drawn
         return out
     for header in _NUMERIC + _RISKS:
         values = [r[header] for r in rows if r.get(header) not in (None, "", "—")]
@@ -865,12 +865,13 @@ def render(rows, args, load_before, load_after, total, skipped=()) -> str:
     lines.append("")
     lines.append("Per release (seconds of utility scoring / of attacks; notes):")
     lines.append("")
-    for r in rows:
-        lines.append(
-            f"- {r['release']} ε={r['epsilon']} draw {int(r.get('draw', 0)) + 1}: "
-            f"{r.get('utility seconds', '—')} s / "
-            f"{r.get('attack seconds', '—')} s" + (f"; {r['note']}" if r.get("note") else "")
-        )
+    for cell in cells(rows):  # draws numbered within their cell, over every rows file
+        for number, r in enumerate(cell, start=1):
+            lines.append(
+                f"- {r['release']} ε={r['epsilon']} draw {number}: "
+                f"{r.get('utility seconds', '—')} s / "
+                f"{r.get('attack seconds', '—')} s" + (f"; {r['note']}" if r.get("note") else "")
+            )
     if fmeasure:
         lines += [
             "",

@@ -130,7 +130,7 @@ def test_draws_of_one_cell_are_shown_as_mean_range_and_worst_upper_bound(bench) 
     single = bench.aggregate(second)
     assert single["draws"] == 1 and single["singling_out"] == "0.050 [0.000, 0.100]"
     refused = bench.aggregate([{"release": "safepub", "epsilon": 10.0, "note": "refused: x"}])
-    assert refused["rows"] == "refused"
+    assert refused["rows"] == "refused" and refused["draws"] == "—"
 
 
 def test_welch_interval_matches_scipy_and_separates_only_distinct_means(bench) -> None:
