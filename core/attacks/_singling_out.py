@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from privgate.core.attacks._confidence import AttackOutcome
+from privgate.core.attacks._draws import AttemptDraws
 from privgate.core.attacks._space import Condition, ReleaseSpace
 
 __all__ = ["singling_out_attack", "singling_out_probability_integral"]
@@ -49,27 +50,39 @@ def singling_out_probability_integral(n: float, w_min: float, w_max: float) -> f
     return ((n * w_min + 1) * (1 - w_min) ** n - (n * w_max + 1) * (1 - w_max) ** n) / (n + 1)
 
 
-class _Evaluator:
-    """Counts, for each query, the matching records of one original frame."""
+class _Matches:
+    """For each query, the records of one original frame it matches.
 
-    def __init__(self, space: ReleaseSpace, frame: pd.DataFrame) -> None:
+    Computed once per query; how many of them a query matches in any subset of the frame (the
+    control-size correction draws 50 subsets) is then a count over these lists, not a new
+    evaluation of the predicates.
+    """
+
+    def __init__(self, space: ReleaseSpace, frame: pd.DataFrame, queries: Sequence[Query]):
         self.n = len(frame)
-        self.targets = space.encode(frame)
-        self.space = space
+        self.n_queries = len(queries)
+        targets = space.encode(frame)
+        query_of, record = [], []
+        for i, query in enumerate(queries):
+            mask = None
+            for cond in query:
+                holds = space.holds_on_originals(cond, targets)
+                mask = holds if mask is None else mask & holds
+            matched = np.flatnonzero(mask) if mask is not None else np.zeros(0, np.int64)
+            query_of.append(np.full(matched.size, i, dtype=np.int64))
+            record.append(matched)
+        self._query_of = np.concatenate(query_of) if queries else np.zeros(0, np.int64)
+        self._record = np.concatenate(record) if queries else np.zeros(0, np.int64)
 
-    def matches(self, query: Query, rows: np.ndarray | None = None) -> int:
-        mask = None
-        for cond in query:
-            holds = self.space.holds_on_originals(cond, self.targets)
-            if rows is not None:
-                holds = holds[rows]
-            mask = holds if mask is None else mask & holds
-            if not mask.any():
-                return 0
-        return int(mask.sum()) if mask is not None else 0
-
-    def singling_out(self, queries: Sequence[Query], rows: np.ndarray | None = None) -> int:
-        return sum(1 for q in queries if self.matches(q, rows) == 1)
+    def singling_out(self, rows: np.ndarray | None = None) -> int:
+        """Queries matching exactly one record (of ``rows`` only: distinct record indices)."""
+        query_of = self._query_of
+        if rows is not None:
+            member = np.zeros(self.n, dtype=bool)
+            member[rows] = True
+            query_of = query_of[member[self._record]]
+        counts = np.bincount(query_of, minlength=self.n_queries)
+        return int(np.count_nonzero(counts == 1))
 
 
 class _ReleaseMatcher:
@@ -91,6 +104,100 @@ class _ReleaseMatcher:
             holds = per_cell[self._cells[cond.column]]
             mask = holds if mask is None else mask & holds
         return int(np.count_nonzero(mask)) if mask is not None else 0
+
+
+class _CellPredicates:
+    """Every condition the multivariate attacker can write, and the released rows it holds on.
+
+    A condition is a function of its column and one released cell
+    (:meth:`ReleaseSpace.condition_from_cell`), so each (column, cell) gets the id of its
+    condition (cells whose conditions are equal share one id: two such queries are the same
+    query) and each id the de-duplicated released rows that certainly satisfy it, as packed
+    bits. A query is then ``width`` ids, and how many rows it matches is the popcount of an AND
+    of ``width`` bit rows: a block of thousands of queries is counted at once.
+    """
+
+    #: Bytes of packed bits kept for the conditions (beyond it, each block recomputes its own).
+    _BUDGET = 64 * 2**20
+    #: Bytes of the intermediate ANDs of one batch of queries.
+    _BATCH_BYTES = 16 * 2**20
+
+    def __init__(self, space: ReleaseSpace, rows: np.ndarray, columns: Sequence[str], medians):
+        self.space = space
+        self.columns = list(columns)
+        keys: dict[tuple, int] = {}
+        self.conditions: list[Condition] = []
+        self.id_of_cell: list[np.ndarray] = []
+        self.row_cells = np.stack([space.column(c).row_cell[rows] for c in self.columns], axis=1)
+        for name in self.columns:
+            col = space.column(name)
+            ids = np.empty(len(col.cells), dtype=np.int64)
+            for cell in range(len(col.cells)):
+                cond = space.condition_from_cell(name, cell, medians.get(name))
+                ids[cell] = keys.setdefault(_cond_key(cond), len(keys))
+                if ids[cell] == len(self.conditions):
+                    self.conditions.append(cond)
+            self.id_of_cell.append(ids)
+        self.column_of = np.array(
+            [self.columns.index(c.column) for c in self.conditions], dtype=np.int64
+        )
+        self.n_rows = len(rows)
+        self.words = (self.n_rows + 63) // 64
+        n_ids = len(self.conditions)
+        self._bits: np.ndarray | None = None
+        self._have = np.zeros(n_ids, dtype=bool)
+        if n_ids * self.words * 8 <= self._BUDGET:
+            self._bits = np.zeros((n_ids, self.words), dtype=np.uint64)
+
+    def ids(self, picks: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The condition ids of attempts ``(row, columns)``: ``(n, width)``; ``picks`` are
+        positions among the de-duplicated released rows."""
+        out = np.empty(cols.shape, dtype=np.int64)
+        for j in range(len(self.columns)):
+            at = cols == j
+            if at.any():
+                which = np.nonzero(at)
+                out[at] = self.id_of_cell[j][self.row_cells[picks[which[0]], j]]
+        return out
+
+    def counts(self, ids: np.ndarray) -> np.ndarray:
+        """How many de-duplicated released rows satisfy each query (a row of ``ids``)."""
+        n, width = ids.shape
+        if width == 0:
+            return np.zeros(n, dtype=np.int64)
+        bits = self._bits
+        lookup = None
+        if bits is not None:
+            self._fill(np.unique(ids))
+        else:  # too many conditions to keep: this block's own, dropped afterwards
+            needed, lookup = np.unique(ids, return_inverse=True)
+            bits = self._packed(needed)
+        rows_of = ids if lookup is None else lookup.reshape(ids.shape)
+        out = np.empty(n, dtype=np.int64)
+        step = max(1, self._BATCH_BYTES // (8 * self.words))
+        for lo in range(0, n, step):
+            part = rows_of[lo : lo + step]
+            acc = bits[part[:, 0]]
+            for j in range(1, width):
+                acc &= bits[part[:, j]]
+            out[lo : lo + step] = np.bitwise_count(acc).sum(axis=1, dtype=np.int64)
+        return out
+
+    def _fill(self, ids: np.ndarray) -> None:
+        missing = ids[~self._have[ids]]
+        if missing.size:
+            self._bits[missing] = self._packed(missing)
+            self._have[missing] = True
+
+    def _packed(self, ids: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(ids), self.words * 8), dtype=np.uint8)
+        for k, i in enumerate(ids):
+            cond = self.conditions[i]
+            j = self.column_of[i]
+            holds = self.space.holds_on_cells(cond)[self.row_cells[:, j]]
+            packed = np.packbits(holds, bitorder="little")
+            out[k, : packed.size] = packed
+        return out.view(np.uint64)
 
 
 def _dedup_rows(space: ReleaseSpace, columns: Sequence[str]) -> np.ndarray:
@@ -157,28 +264,46 @@ def _univariate_queries(space, rows, columns, n_queries, rng, matcher) -> list[Q
 
 
 def _multivariate_queries(
-    space, rows, columns, n_queries, n_cols, max_attempts, rng, matcher
+    space, rows, columns, n_queries, n_cols, max_attempts, rng
 ) -> list[Query]:
+    """Anonymeter's multivariate attacker: until ``n_queries`` distinct predicates that single
+    out one de-duplicated released row are found (or ``max_attempts`` were tried), pick a random
+    released row and ``n_cols`` random columns and write the predicate of its cells.
+
+    The attempts are drawn and evaluated a block at a time (:class:`AttemptDraws`,
+    :class:`_CellPredicates`); they are accepted in attempt order exactly as one attempt at a
+    time would, and the generator is left after the last attempt made.
+    """
     medians = _numeric_medians(space, rows, columns)
-    seen: set = set()
+    predicates = _CellPredicates(space, rows, columns, medians)
+    draws = AttemptDraws(rng, len(rows), len(columns), n_cols)
+    # A query's conditions in the order of their columns' names (ties: rng.choice's order).
+    names = sorted(set(columns))
+    rank = np.array([names.index(c) for c in columns], dtype=np.int64)
+    seen: set[tuple[int, ...]] = set()
     queries: list[Query] = []
     attempts = 0
+    block = 256
     while len(queries) < n_queries and (max_attempts is None or attempts < max_attempts):
-        attempts += 1
-        row = rows[rng.integers(len(rows))]
-        chosen = rng.choice(len(columns), size=n_cols, replace=False)
-        query = tuple(
-            space.condition_from_cell(
-                columns[j], int(space.column(columns[j]).row_cell[row]), medians.get(columns[j])
-            )
-            for j in sorted(chosen, key=lambda j: columns[j])
-        )
-        key = _key(query)
-        if key in seen:
-            continue
-        if matcher.count(query) == 1:
+        size = block if max_attempts is None else min(block, max_attempts - attempts)
+        picks, cols = draws.block(size)
+        order = np.argsort(rank[cols], axis=1, kind="stable")
+        cols = np.take_along_axis(cols, order, axis=1)
+        ids = predicates.ids(picks, cols)
+        singles = np.flatnonzero(predicates.counts(ids) == 1)
+        used = size
+        for i in singles.tolist():
+            key = tuple(ids[i].tolist())
+            if key in seen:
+                continue
             seen.add(key)
-            queries.append(query)
+            queries.append(_query_of(space, rows[picks[i]], columns, cols[i], medians))
+            if len(queries) == n_queries:
+                used = i + 1
+                draws.rewind_to(used)
+                break
+        attempts += used
+        block = min(2 * block, 8192)
     if len(queries) < n_queries:
         _log.warning(
             "singling out: %d of %d predicates found in %d attempts; the risk may be "
@@ -190,8 +315,19 @@ def _multivariate_queries(
     return queries
 
 
+def _query_of(space, row: int, columns, cols: np.ndarray, medians) -> Query:
+    """The predicate written from released row ``row`` over columns ``cols`` (in that order)."""
+    return tuple(
+        space.condition_from_cell(
+            columns[j], int(space.column(columns[j]).row_cell[row]), medians.get(columns[j])
+        )
+        for j in cols.tolist()
+    )
+
+
 def _random_queries(space, rows, columns, n_queries, n_cols, rng) -> list[Query]:
     """The baseline attacker's predicates: random columns, released values and operators."""
+    distinct = [np.unique(space.column(name).row_cell[rows]) for name in columns]
     queries = []
     for _ in range(n_queries):
         picked = rng.choice(len(columns), size=n_cols, replace=False)
@@ -200,8 +336,7 @@ def _random_queries(space, rows, columns, n_queries, n_cols, rng) -> list[Query]
         for j in chosen:
             name = columns[j]
             col = space.column(name)
-            distinct = np.unique(col.row_cell[rows])
-            cell = int(distinct[rng.integers(len(distinct))])
+            cell = int(distinct[j][rng.integers(len(distinct[j]))])
             if col.numeric and col.point[cell]:
                 op = str(rng.choice(["==", "!=", ">", "<", ">=", "<="]))
                 query.append(Condition(name, "op", op=op, value=float(col.lo[cell])))
@@ -211,7 +346,7 @@ def _random_queries(space, rows, columns, n_queries, n_cols, rng) -> list[Query]
     return queries
 
 
-def _correction(control: _Evaluator, queries: Sequence[Query], n_target: int, rng) -> float:
+def _correction(control: _Matches, n_target: int, rng) -> float:
     """Anonymeter's control-size correction: ``model(n_target) / model(n_control)``.
 
     The model is fitted to the predicates' successes on random subsets of the control of 10
@@ -226,7 +361,7 @@ def _correction(control: _Evaluator, queries: Sequence[Query], n_target: int, rn
     for size in np.linspace(smallest, n, 10).astype(int):
         for _ in range(5):
             rows = rng.choice(n, size=size, replace=False)
-            successes.append(control.singling_out(queries, rows))
+            successes.append(control.singling_out(rows))
             sizes.append(size)
     sizes_a, successes_a = np.array(sizes, float), np.array(successes, float)
 
@@ -274,25 +409,23 @@ def singling_out_attack(
     columns = list(columns)
     width = 1 if mode == "univariate" else min(n_cols, len(columns))
     rows = _dedup_rows(space, columns)
-    matcher = _ReleaseMatcher(space, rows)
-    ori_eval = _Evaluator(space, ori[columns].drop_duplicates())
+    ori = ori[columns].drop_duplicates()
     baseline = _random_queries(space, rows, columns, n_attacks, width, rng)
-    n_baseline = ori_eval.singling_out(baseline)
+    n_baseline = _Matches(space, ori, baseline).singling_out()
     if mode == "univariate":
+        matcher = _ReleaseMatcher(space, rows)
         queries = _univariate_queries(space, rows, columns, n_attacks, rng, matcher)
     else:
-        queries = _multivariate_queries(
-            space, rows, columns, n_attacks, width, max_attempts, rng, matcher
-        )
-    n_success = ori_eval.singling_out(queries)
+        queries = _multivariate_queries(space, rows, columns, n_attacks, width, max_attempts, rng)
+    n_success = _Matches(space, ori, queries).singling_out()
     n_control: float | None = None
     correction = None
     if control is not None:
-        control_eval = _Evaluator(space, control[columns].drop_duplicates())
-        n_control = float(control_eval.singling_out(queries))
-        if control_eval.n != ori_eval.n and queries:
+        on_control = _Matches(space, control[columns].drop_duplicates(), queries)
+        n_control = float(on_control.singling_out())
+        if on_control.n != len(ori) and queries:
             try:
-                correction = _correction(control_eval, queries, ori_eval.n, rng)
+                correction = _correction(on_control, len(ori), rng)
             except (RuntimeError, ValueError) as exc:  # the fit did not converge
                 _log.warning("singling out: control-size correction failed (%s); none applied", exc)
             if correction is not None:
