@@ -28,7 +28,7 @@ rejected word, and every attempt when the generator is not ``PCG64`` or the size
 the cases above, is drawn with the calls themselves. Before the first block the bulk decoding is
 checked against the calls on a copy of the generator, and used only if both agree (a numpy whose
 algorithms differ gets the calls): the replay can make the attack faster, never different.
-``tests/core/attacks/test_singling_out_replay.py`` pins it against the per-attempt calls.
+``tests/core/attacks/test_attacks_unchanged.py`` pins it against the per-attempt calls.
 """
 
 from __future__ import annotations

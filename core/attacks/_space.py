@@ -145,6 +145,7 @@ class ReleaseSpace:
         self.columns = list(columns)
         self.n_rows = len(release)
         self._cols: dict[str, _Column] = {}
+        self._combos: dict[tuple[str, ...], tuple] = {}
         for name in self.columns:
             values = [frame[name] for frame in originals]
             self._cols[name] = _build_column(
@@ -193,6 +194,17 @@ class ReleaseSpace:
     ) -> np.ndarray:
         """Distances from target ``index`` to every released row over ``columns``."""
         total = np.zeros(self.n_rows)
+        for name, per_cell in zip(
+            columns, self._cell_distances(targets, index, columns, spans), strict=True
+        ):
+            total += per_cell[self._cols[name].row_cell]
+        return total
+
+    def _cell_distances(
+        self, targets: Mapping[str, np.ndarray], index: int, columns: Sequence[str], spans: dict
+    ) -> list[np.ndarray]:
+        """Per column, the distance from target ``index`` to each of the column's cells."""
+        out = []
         for name in columns:
             col = self._cols[name]
             if col.numeric:
@@ -208,8 +220,8 @@ class ReleaseSpace:
                     per_cell = np.where(col.missing_cell, 1.0, gap / spans[name])
             else:
                 per_cell = np.where(col.padded[:, targets[name][index]], 0.0, 1.0)
-            total += per_cell[col.row_cell]
-        return total
+            out.append(per_cell)
+        return out
 
     def nearest(
         self,
@@ -223,19 +235,46 @@ class ReleaseSpace:
         Ties are broken uniformly at random: an attacker has no reason to prefer one of several
         equally close rows, and a fixed order (Anonymeter's ``argsort``) would make two halves of
         a target "link" merely because both picked the first of a class of identical rows.
+
+        Rows with the same cells over ``columns`` are at the same distance from any target, so
+        the distances are summed once per distinct combination of cells (column by column in
+        the order of ``columns``, the same additions as :meth:`distances`) and read back per
+        row: the same distances, the same ties and the same draws as one pass over every row.
         """
         n_targets = len(next(iter(targets.values()))) if targets else 0
         k = min(n_neighbors, self.n_rows)
         spans = self.spans(targets, columns)
         out = np.empty((n_targets, k), dtype=np.int64)
+        if self.n_rows == 0 or not columns:
+            for i in range(n_targets):
+                dist = self.distances(targets, i, columns, spans)
+                out[i] = _pick(dist, k, self.n_rows, rng)
+            return out
+        combos, inverse, members = self._combinations(columns)
         for i in range(n_targets):
-            dist = self.distances(targets, i, columns, spans)
+            total = np.zeros(len(combos))
+            for j, per_cell in enumerate(self._cell_distances(targets, i, columns, spans)):
+                total += per_cell[combos[:, j]]
             if k == 1:
-                ties = np.flatnonzero(dist == dist.min())
+                closest = np.flatnonzero(total == total.min())
+                ties = members[closest[0]] if closest.size == 1 else _rows_of(members, closest)
                 out[i, 0] = ties[0] if ties.size == 1 else ties[rng.integers(ties.size)]
             else:
-                out[i] = np.lexsort((rng.random(self.n_rows), dist))[:k]
+                out[i] = _pick(total[inverse], k, self.n_rows, rng)
         return out
+
+    def _combinations(self, columns: Sequence[str]) -> tuple:
+        """The distinct cell combinations over ``columns`` (one row each), each released row's
+        combination, and each combination's rows in ascending order."""
+        key = tuple(columns)
+        if key not in self._combos:  # the release does not change: once per column set
+            cells = np.stack([self._cols[name].row_cell for name in columns], axis=1)
+            combos, inverse = np.unique(cells, axis=0, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            order = np.argsort(inverse, kind="stable")
+            bounds = np.cumsum(np.bincount(inverse, minlength=len(combos)))[:-1]
+            self._combos[key] = (combos, inverse, np.split(order, bounds))
+        return self._combos[key]
 
     # ------------------------------------------------------------------------------------------
     # Predicates (singling out)
@@ -331,6 +370,19 @@ class ReleaseSpace:
             )
         allowed = col.member[cell].copy()
         return Condition(name, "in", allowed=~allowed if negate else allowed)
+
+
+def _pick(dist: np.ndarray, k: int, n_rows: int, rng: np.random.Generator) -> np.ndarray:
+    """The ``k`` rows nearest by ``dist``, ties broken at random (see ``ReleaseSpace.nearest``)."""
+    if k == 1:
+        ties = np.flatnonzero(dist == dist.min())
+        return ties[:1] if ties.size == 1 else ties[[rng.integers(ties.size)]]
+    return np.lexsort((rng.random(n_rows), dist))[:k]
+
+
+def _rows_of(members: list[np.ndarray], combos: np.ndarray) -> np.ndarray:
+    """The rows of several combinations, in ascending order (as ``np.flatnonzero`` lists them)."""
+    return np.sort(np.concatenate([members[c] for c in combos]))
 
 
 def _apply_op(op: str, x: np.ndarray, v: float) -> np.ndarray:

@@ -1,17 +1,22 @@
-"""The singling-out attack as privgate computed it before its attempts were evaluated in bulk.
+"""The attacks' inner loops as privgate computed them before they were made fast (27831ac).
 
-A verbatim copy of ``core/attacks/_singling_out.py`` at commit 27831ac (one predicate at a time:
-``rng.integers`` and ``rng.choice`` per attempt, one boolean mask per condition, one
-``np.count_nonzero`` per query), kept as the reference that
-``test_singling_out_replay.py`` holds the faster implementation to: with the same generator
-both must find the same predicates, count the same successes and leave the generator in the
-same state. Only the imports differ (public names; the integral is privgate's).
+Kept as the reference that ``test_attacks_unchanged.py`` holds the faster implementations to:
+with the same generator both must find the same predicates, count the same successes, pick the
+same nearest rows and leave the generator in the same state.
+
+* the singling-out attack: a verbatim copy of ``core/attacks/_singling_out.py`` (one predicate
+  at a time: ``rng.integers`` and ``rng.choice`` per attempt, one boolean mask per condition,
+  one ``np.count_nonzero`` per query); only the imports differ (public names; the integral is
+  privgate's);
+* :func:`nearest`: ``ReleaseSpace.nearest`` and ``ReleaseSpace.distances`` (one pass over
+  every released row per target), written as functions of the space.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -284,3 +289,57 @@ def singling_out_attack(
     }
     outcome = AttackOutcome(n_attacks, n_success, n_baseline, n_control, confidence_level)
     return outcome, details
+
+
+# ----------------------------------------------------------------------------------------------
+# ReleaseSpace.distances and ReleaseSpace.nearest at 27831ac
+
+
+def distances(
+    space: ReleaseSpace,
+    targets: Mapping[str, np.ndarray],
+    index: int,
+    columns: Sequence[str],
+    spans: dict,
+) -> np.ndarray:
+    """Distances from target ``index`` to every released row over ``columns``."""
+    total = np.zeros(space.n_rows)
+    for name in columns:
+        col = space.column(name)
+        if col.numeric:
+            x = targets[name][index]
+            if math.isnan(x):
+                per_cell = np.where(col.missing_cell, 0.0, 1.0)
+            else:
+                below = np.maximum(col.lo - x, 0.0)
+                above = np.maximum(x - col.hi, 0.0)
+                gap = np.where(np.isfinite(below), below, 0.0) + np.where(
+                    np.isfinite(above), above, 0.0
+                )
+                per_cell = np.where(col.missing_cell, 1.0, gap / spans[name])
+        else:
+            per_cell = np.where(col.padded[:, targets[name][index]], 0.0, 1.0)
+        total += per_cell[col.row_cell]
+    return total
+
+
+def nearest(
+    space: ReleaseSpace,
+    targets: Mapping[str, np.ndarray],
+    columns: Sequence[str],
+    n_neighbors: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Indices of each target's ``n_neighbors`` nearest released rows (ties at random)."""
+    n_targets = len(next(iter(targets.values()))) if targets else 0
+    k = min(n_neighbors, space.n_rows)
+    spans = space.spans(targets, columns)
+    out = np.empty((n_targets, k), dtype=np.int64)
+    for i in range(n_targets):
+        dist = distances(space, targets, i, columns, spans)
+        if k == 1:
+            ties = np.flatnonzero(dist == dist.min())
+            out[i, 0] = ties[0] if ties.size == 1 else ties[rng.integers(ties.size)]
+        else:
+            out[i] = np.lexsort((rng.random(space.n_rows), dist))[:k]
+    return out

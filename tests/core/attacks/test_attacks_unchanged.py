@@ -1,7 +1,7 @@
-"""The bulk singling-out attack returns exactly what the attack one predicate at a time returned.
+"""The fast attacks return exactly what the attacks computed one predicate, one row at a time.
 
 The reference is the previous implementation itself, kept verbatim in
-``singling_out_reference.py`` (commit 27831ac). For several seeds, on an Adult release
+``attacks_reference.py`` (commit 27831ac). For several seeds, on an Adult release
 generalized by the optimal search, on a leaky raw "synthetic" Adult release and on a small
 table with missing and numeric cells (ranges, half-open ranges, ``*``, a hierarchy), both must
 write the same predicates in the same order, count the same successes on the released and the
@@ -10,15 +10,17 @@ the generator in the same state (so every later attack of :func:`run_attacks` dr
 The Adult cases are ``slow`` (the session's Adult release and the reference's 20,000 attempts);
 the small table runs in ``make test-fast``.
 The random draws of the attempts are checked on their own against ``rng.integers`` and
-``rng.choice`` called once per attempt.
+``rng.choice`` called once per attempt, and the nearest released rows of linkability and
+inference (summed once per distinct combination of cells) against one pass over every row:
+the same rows, ties broken by the same draws.
 """
 
 from __future__ import annotations
 
+import attacks_reference as reference
 import numpy as np
 import pandas as pd
 import pytest
-import singling_out_reference as reference
 
 from privgate.core.attacks import (
     AttackSettings,
@@ -27,6 +29,7 @@ from privgate.core.attacks import (
     run_attacks,
     singling_out_attack,
 )
+from privgate.core.attacks import _evidence as evidence_module
 from privgate.core.attacks._draws import AttemptDraws
 from privgate.core.attacks._singling_out import (
     _CellPredicates,
@@ -237,31 +240,61 @@ def test_on_a_small_table_with_missing_and_numeric_cells(seed, monkeypatch):
     _same_queries(space, columns, seed, 80, 3, 2000)
 
 
+def _evidence(release, ori, control, columns, hierarchies, settings) -> dict:
+    evidence = run_attacks(
+        release, ori, control, columns, numeric=["age"], hierarchies=hierarchies,
+        settings=settings,
+    ).to_dict()  # fmt: skip
+    del evidence["details"]["seconds"]
+    return evidence
+
+
 @pytest.mark.slow
-def test_run_attacks_is_unchanged_after_the_singling_out_attack(adult_k5, adult, adult_split):
-    """The whole evidence: the generator reaches linkability and inference in the same state,
-    so their figures are the reference's too (the singling-out figures pinned above)."""
+def test_run_attacks_gives_the_reference_evidence(adult_k5, adult, adult_split, monkeypatch):
+    """The whole evidence (every attack, count, rate, interval and detail) of the fast attacks
+    and of the reference (its singling-out attack and nearest rows patched in)."""
     ori, control = adult_split
     _, release = adult_k5
     columns = list(release.columns)
     settings = AttackSettings(n_attacks=100, seed=3, secrets=("salary-class",), max_attempts=5000)
-    evidence = run_attacks(
-        release, ori, control, columns, numeric=["age"], hierarchies=adult.hierarchies,
-        settings=settings,
-    )  # fmt: skip
-    rng = np.random.default_rng(3)
-    space = ReleaseSpace(release, [ori, control], columns, ["age"], adult.hierarchies)
-    expected, _ = reference.singling_out_attack(
-        space, ori, control, columns, n_attacks=100, max_attempts=5000, rng=rng
-    )
-    assert evidence.singling_out.to_dict() == expected.to_dict()
-    from privgate.core.attacks import inference_attack, linkability_attack
+    fast = _evidence(release, ori, control, columns, adult.hierarchies, settings)
+    monkeypatch.setattr(evidence_module, "singling_out_attack", reference.singling_out_attack)
+    monkeypatch.setattr(ReleaseSpace, "nearest", reference.nearest)
+    assert _evidence(release, ori, control, columns, adult.hierarchies, settings) == fast
 
-    half = (len(columns) + 1) // 2
-    link, _ = linkability_attack(
-        space, ori, control, (columns[:half], columns[half:]), n_attacks=100, rng=rng
-    )
-    assert evidence.linkability.to_dict() == link.to_dict()
-    aux = [c for c in columns if c != "salary-class"]
-    inferred, _ = inference_attack(space, ori, control, aux, "salary-class", n_attacks=100, rng=rng)
-    assert evidence.inference["salary-class"].to_dict() == inferred.to_dict()
+
+# ----------------------------------------------------------------------------------------------
+# Nearest released rows (linkability, inference)
+
+
+def _same_nearest(space, targets_frame, column_sets, seed):
+    targets = space.encode(targets_frame)
+    for columns in column_sets:
+        for k in (1, 3):
+            mine, ref = np.random.default_rng(seed), np.random.default_rng(seed)
+            found = space.nearest(targets, columns, k, mine)
+            expected = reference.nearest(space, targets, columns, k, ref)
+            assert found.tolist() == expected.tolist(), (columns, k)
+            assert mine.bit_generator.state == ref.bit_generator.state
+
+
+@pytest.mark.slow
+def test_nearest_rows_on_adult_releases(adult, adult_k5, adult_split):
+    """The k-anonymous release (many ties: identical generalized rows) and the raw records."""
+    ori, control = adult_split
+    _, release = adult_k5
+    columns = list(release.columns)
+    halves = [columns[:5], columns[5:], columns[:-1], ["age"], ["sex", "race"]]
+    for seed, frame in enumerate((release, control.iloc[:5000])):
+        space = ReleaseSpace(frame, [ori, control], columns, ["age"], adult.hierarchies)
+        _same_nearest(space, ori.sample(40, random_state=seed), halves, seed)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_nearest_rows_on_a_small_table_with_missing_and_numeric_cells(seed):
+    release, ori, control = _small_table(seed)
+    columns = ["age", "income", "job", "city"]
+    hierarchies = {"age": IntervalHierarchy("age", [10, 20])}
+    space = ReleaseSpace(release, [ori, control], columns, ["age", "income"], hierarchies)
+    targets = pd.concat([ori.iloc[:40], control.iloc[:40]], ignore_index=True)
+    _same_nearest(space, targets, [columns, ["age", "job"], ["income"], ["city"], []], seed)
