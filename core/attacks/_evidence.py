@@ -14,7 +14,7 @@ from privgate.core.attacks._confidence import AttackOutcome, PrivacyRisk, succes
 from privgate.core.attacks._inference import inference_attack
 from privgate.core.attacks._linkability import linkability_attack
 from privgate.core.attacks._singling_out import singling_out_attack
-from privgate.core.attacks._space import ReleaseSpace
+from privgate.core.attacks._space import ReleaseSpace, row_keys
 from privgate.core.hierarchy import Hierarchy, value_key
 
 __all__ = [
@@ -96,11 +96,20 @@ def unique_exact_match(
         codes = codes[raw]  # raw -1 (missing) picks the last entry: the missing text
         ori_codes.append(codes[: len(ori)])
         release_codes.append(codes[len(ori) :])
-    ori_rows = np.stack(ori_codes, axis=1) if columns else np.zeros((len(ori), 0), int)
-    distinct, counts = np.unique(ori_rows, axis=0, return_counts=True)
-    uniques = distinct[counts == 1]
-    released = {tuple(row) for row in np.stack(release_codes, axis=1).tolist()}
-    matched = int(sum(1 for row in uniques.tolist() if tuple(row) in released))
+    keys = None
+    if columns:  # one int64 per row where the codes fit (both sides share every column's codes)
+        pairs = zip(ori_codes, release_codes, strict=True)
+        keys = row_keys(np.stack([np.concatenate(pair) for pair in pairs], axis=1))
+    if keys is not None:
+        distinct, counts = np.unique(keys[: len(ori)], return_counts=True)
+        uniques = distinct[counts == 1]
+        matched = int(np.count_nonzero(np.isin(uniques, keys[len(ori) :])))
+    else:
+        ori_rows = np.stack(ori_codes, axis=1) if columns else np.zeros((len(ori), 0), int)
+        distinct, counts = np.unique(ori_rows, axis=0, return_counts=True)
+        uniques = distinct[counts == 1]
+        released = {tuple(row) for row in np.stack(release_codes, axis=1).tolist()}
+        matched = int(sum(1 for row in uniques.tolist() if tuple(row) in released))
     n = len(uniques)
     rate = matched / n if n else 0.0
     ci = (0.0, 0.0)

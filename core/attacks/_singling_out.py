@@ -28,7 +28,7 @@ import pandas as pd
 
 from privgate.core.attacks._confidence import AttackOutcome
 from privgate.core.attacks._draws import AttemptDraws
-from privgate.core.attacks._space import Condition, ReleaseSpace
+from privgate.core.attacks._space import Condition, ReleaseSpace, row_keys
 
 __all__ = ["singling_out_attack", "singling_out_probability_integral"]
 
@@ -202,8 +202,12 @@ class _CellPredicates:
 
 def _dedup_rows(space: ReleaseSpace, columns: Sequence[str]) -> np.ndarray:
     """Indices of the first of each set of identical released rows (``drop_duplicates``)."""
-    keys = np.stack([space.column(c).row_cell for c in columns], axis=1)
-    _, first = np.unique(keys, axis=0, return_index=True)
+    cells = np.stack([space.column(c).row_cell for c in columns], axis=1)
+    keys = row_keys(cells)
+    if keys is None:
+        _, first = np.unique(cells, axis=0, return_index=True)
+    else:
+        _, first = np.unique(keys, return_index=True)
     return np.sort(first)
 
 

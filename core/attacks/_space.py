@@ -269,7 +269,12 @@ class ReleaseSpace:
         key = tuple(columns)
         if key not in self._combos:  # the release does not change: once per column set
             cells = np.stack([self._cols[name].row_cell for name in columns], axis=1)
-            combos, inverse = np.unique(cells, axis=0, return_inverse=True)
+            keys = row_keys(cells)
+            if keys is None:
+                combos, inverse = np.unique(cells, axis=0, return_inverse=True)
+            else:
+                _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+                combos = cells[first]
             inverse = inverse.reshape(-1)
             order = np.argsort(inverse, kind="stable")
             bounds = np.cumsum(np.bincount(inverse, minlength=len(combos)))[:-1]
@@ -372,6 +377,47 @@ class ReleaseSpace:
         return Condition(name, "in", allowed=~allowed if negate else allowed)
 
 
+def cell_keys(values: pd.Series) -> pd.Series:
+    """Each value's key (:func:`value_key`; missing: NA), as an object Series.
+
+    In a text or a (non-boolean) number column equal values are one value with one key, so the
+    key is computed once per distinct value (an attack's release has tens of thousands of rows
+    and a few hundred distinct cells). Elsewhere every value is keyed on its own: an ``object``
+    or categorical column may mix types, a boolean's distinct values come back as numpy
+    booleans, which print differently from the column's own, and a date column's missing value
+    (``NaT``) is not missing to the key.
+    """
+    dtype = values.dtype
+    api = pd.api.types
+    distinct_first = not api.is_object_dtype(dtype) and (
+        api.is_string_dtype(dtype) or (api.is_numeric_dtype(dtype) and not api.is_bool_dtype(dtype))
+    )
+    if not distinct_first or isinstance(dtype, pd.CategoricalDtype):
+        return values.map(_key).astype(object)
+    raw, uniques = pd.factorize(values, use_na_sentinel=True)
+    keys = np.array([_key(u) for u in uniques] + [None], dtype=object)
+    return pd.Series(keys[raw], index=values.index, dtype=object)
+
+
+def row_keys(cells: np.ndarray) -> np.ndarray | None:
+    """One int64 per row of non-negative codes ``cells`` (n, m), equal exactly when the rows
+    are (mixed radix), or None when the codes' ranges do not fit in 63 bits.
+
+    ``np.unique`` on these keys finds the same distinct rows as ``np.unique(cells, axis=0)``,
+    an order of magnitude faster (no sort of rows as structured records).
+    """
+    n, m = cells.shape
+    key = np.zeros(n, dtype=np.int64)
+    room = 1
+    for j in range(m):
+        radix = int(cells[:, j].max()) + 1 if n else 1
+        room *= radix
+        if room >= 2**63:
+            return None
+        key = key * radix + cells[:, j]
+    return key
+
+
 def _pick(dist: np.ndarray, k: int, n_rows: int, rng: np.random.Generator) -> np.ndarray:
     """The ``k`` rows nearest by ``dist``, ties broken at random (see ``ReleaseSpace.nearest``)."""
     if k == 1:
@@ -423,7 +469,7 @@ def _build_column(
     numeric: bool,
     hierarchy: Hierarchy | None,
 ) -> _Column:
-    codes, uniques = pd.factorize(released.map(_key).astype(object), use_na_sentinel=True)
+    codes, uniques = pd.factorize(cell_keys(released), use_na_sentinel=True)
     cells: list[str | None] = [str(u) for u in uniques]
     if (codes < 0).any():
         codes = np.where(codes < 0, len(cells), codes)

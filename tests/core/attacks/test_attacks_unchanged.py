@@ -30,6 +30,8 @@ from privgate.core.attacks import (
     singling_out_attack,
 )
 from privgate.core.attacks import _evidence as evidence_module
+from privgate.core.attacks import _singling_out as singling_module
+from privgate.core.attacks import _space as space_module
 from privgate.core.attacks._draws import AttemptDraws
 from privgate.core.attacks._singling_out import (
     _CellPredicates,
@@ -38,6 +40,8 @@ from privgate.core.attacks._singling_out import (
     _ReleaseMatcher,
     _univariate_queries,
 )
+from privgate.core.attacks._space import _key as value_key_or_none
+from privgate.core.attacks._space import cell_keys, row_keys
 from privgate.core.hierarchy import IntervalHierarchy
 
 # ----------------------------------------------------------------------------------------------
@@ -249,18 +253,59 @@ def _evidence(release, ori, control, columns, hierarchies, settings) -> dict:
     return evidence
 
 
+def _patch_in_the_reference(monkeypatch) -> None:
+    """Make privgate compute as at 27831ac: the reference's singling-out attack and nearest
+    rows, every value of a released column keyed on its own, rows compared with
+    ``np.unique(axis=0)`` and Python tuples (``row_keys`` giving up sends every caller there)."""
+    monkeypatch.setattr(evidence_module, "singling_out_attack", reference.singling_out_attack)
+    monkeypatch.setattr(ReleaseSpace, "nearest", reference.nearest)
+    monkeypatch.setattr(
+        space_module, "cell_keys", lambda values: values.map(value_key_or_none).astype(object)
+    )
+    for module in (evidence_module, space_module, singling_module):
+        monkeypatch.setattr(module, "row_keys", lambda cells: None)
+
+
 @pytest.mark.slow
 def test_run_attacks_gives_the_reference_evidence(adult_k5, adult, adult_split, monkeypatch):
-    """The whole evidence (every attack, count, rate, interval and detail) of the fast attacks
-    and of the reference (its singling-out attack and nearest rows patched in)."""
+    """The whole evidence (every attack, count, rate, interval and detail, the unique exact
+    matches) of the fast attacks and of the reference, on Adult's k-anonymous release and on
+    raw records (a copy of part of the control)."""
     ori, control = adult_split
     _, release = adult_k5
     columns = list(release.columns)
     settings = AttackSettings(n_attacks=100, seed=3, secrets=("salary-class",), max_attempts=5000)
-    fast = _evidence(release, ori, control, columns, adult.hierarchies, settings)
-    monkeypatch.setattr(evidence_module, "singling_out_attack", reference.singling_out_attack)
-    monkeypatch.setattr(ReleaseSpace, "nearest", reference.nearest)
-    assert _evidence(release, ori, control, columns, adult.hierarchies, settings) == fast
+    raw = control.iloc[:3000]
+    fast = [
+        _evidence(frame, ori, control, columns, adult.hierarchies, settings)
+        for frame in (release, raw)
+    ]
+    _patch_in_the_reference(monkeypatch)
+    for frame, evidence in zip((release, raw), fast, strict=True):
+        assert _evidence(frame, ori, control, columns, adult.hierarchies, settings) == evidence
+    assert fast[1]["unique_exact_match"]["control"]["matched"] > 0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_run_attacks_gives_the_reference_evidence_on_a_small_table(seed, monkeypatch):
+    release, ori, control = _small_table(seed)
+    columns = ["age", "income", "job", "city"]
+    hierarchies = {"age": IntervalHierarchy("age", [10, 20])}
+    settings = AttackSettings(n_attacks=50, seed=seed, max_attempts=2000, n_neighbors=1 + seed)
+
+    def evidence(frame):
+        out = run_attacks(
+            frame, ori, control, columns, numeric=["age", "income"], hierarchies=hierarchies,
+            settings=settings,
+        ).to_dict()  # fmt: skip
+        del out["details"]["seconds"]
+        return out
+
+    frames = (release, ori.iloc[:300].astype({"age": "Int64"}))  # the second leaks records
+    fast = [evidence(frame) for frame in frames]
+    _patch_in_the_reference(monkeypatch)
+    assert [evidence(frame) for frame in frames] == fast
+    assert fast[1]["unique_exact_match"]["matched"] > 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -298,3 +343,45 @@ def test_nearest_rows_on_a_small_table_with_missing_and_numeric_cells(seed):
     space = ReleaseSpace(release, [ori, control], columns, ["age", "income"], hierarchies)
     targets = pd.concat([ori.iloc[:40], control.iloc[:40]], ignore_index=True)
     _same_nearest(space, targets, [columns, ["age", "job"], ["income"], ["city"], []], seed)
+
+
+# ----------------------------------------------------------------------------------------------
+# Keys of released cells and of rows
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pd.Series(["a", None, "é", "39", "39.0", "a"], dtype="str"),
+        pd.Series(["a", pd.NA, "b", "a"], dtype="string"),
+        pd.Series(["b", None, "a"], dtype="string[pyarrow]"),
+        pd.Series([1, None, 39, 1], dtype="Int64"),
+        pd.Series([1.0, None, 39.5], dtype="Float64"),
+        pd.Series([1.0, np.nan, 39.5, -0.0, 0.0, 39.0]),
+        pd.Series([1.0, np.nan, 2.5], dtype="float32"),
+        pd.Series([3, 1, 3], dtype="uint8"),
+        pd.Series([1, None, 2], dtype="int64[pyarrow]"),
+        pd.Series([True, False, True]),
+        pd.Series([True, None, True], dtype="boolean"),
+        pd.Series([True, 1, 1.0, "1", None, np.nan, "x"], dtype=object),
+        pd.Series(["x", None, "y"], dtype="category"),
+        pd.Series(pd.to_datetime(["2020-01-01", None, "2020-01-01"])),
+    ],
+    ids=lambda values: str(values.dtype),
+)
+def test_cell_keys_are_the_keys_of_each_value(values):
+    """Keyed once per distinct value or each on its own: the same cells, in the same order."""
+    fast = pd.factorize(cell_keys(values), use_na_sentinel=True)
+    each = pd.factorize(values.map(value_key_or_none).astype(object), use_na_sentinel=True)
+    assert fast[0].tolist() == each[0].tolist() and list(fast[1]) == list(each[1])
+
+
+def test_row_keys_tell_rows_apart_exactly_as_unique_rows():
+    rng = np.random.default_rng(0)
+    cells = rng.integers(0, [3, 50, 2, 7000], size=(5000, 4))
+    keys = row_keys(cells)
+    _, first_rows = np.unique(cells, axis=0, return_index=True)
+    _, first_keys = np.unique(keys, return_index=True)
+    assert np.sort(first_rows).tolist() == np.sort(first_keys).tolist()
+    assert row_keys(np.full((3, 4), 2**20)) is None  # 63 bits are not enough: the caller sorts
+    assert row_keys(np.zeros((0, 2), dtype=np.int64)).tolist() == []
