@@ -185,10 +185,22 @@ def ephemeral_context(site_dir: Path | None = None) -> Any:
                     "class_name": "TupleFilesystemStoreBackend",
                     "base_directory": str(site_dir),
                 },
-                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+                "site_index_builder": {
+                    "class_name": "DefaultSiteIndexBuilder",
+                    "view": _view("CachedIndexPageView"),
+                },
+                "site_section_builders": {
+                    section: {"view": _view("CachedPageView")}
+                    for section in ("expectations", "validations", "profiling")
+                },
             },
         )
     return context
+
+
+def _view(class_name: str) -> dict:
+    """Great Expectations' own page views, compiling each template once per process."""
+    return {"module_name": "privgate.validations.expectations._views", "class_name": class_name}
 
 
 def tagged_expectation(name: str, check: str, text: str, notes: str, **kwargs: Any) -> Any:
