@@ -16,7 +16,9 @@ release:
 
 One module per job: the Great Expectations set-up and custom expectations (``_gx``), the
 suites (``_suites``), running them (``_run``), their outcome in words and errors
-(``_messages``), Data Docs (``_data_docs``) and ``privgate validate`` (``_check``).
+(``_messages``), Data Docs (``_data_docs``; its pages rendered by Great Expectations' own
+views, which compile each template once per process: ``_views``) and ``privgate validate``
+(``_check``).
 
 Every function takes a policy, frames or paths and returns plain dicts (JSON-ready summaries that
 also carry the Great Expectations suite and result, so Data Docs can be written later, anywhere).
