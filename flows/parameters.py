@@ -8,7 +8,7 @@ tests build the same model.
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -56,6 +56,13 @@ class ReleaseParameters(BaseModel):
         description="Check the release against the dataset's earlier releases and record it, "
         "for a policy that names a person key or a single identifier column and has no history "
         "section of its own (nightly deployments turn this on).",
+    )
+    engine: Literal["auto", "memory", "partitioned"] = Field(
+        default="auto",
+        title="Engine",
+        description="auto: the partitioned path (bounded memory, the release as Parquet parts) "
+        "when the input's estimated rows reach PRIVGATE_PARTITIONED_MIN_ROWS (default "
+        "2000000), else the in-memory path; memory or partitioned forces one.",
     )
     overrides: dict[str, Any] = Field(
         default_factory=dict,

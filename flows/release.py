@@ -33,6 +33,7 @@ from prefect.transactions import transaction
 from privgate.core.anonymize import SearchSetup, select_releases
 from privgate.core.attacks import ControlSplit, split_control
 from privgate.core.cache_keys import StageTokens, stage_tokens, utility_token
+from privgate.core.engine_choice import choose_engine
 from privgate.core.exceptions import (
     GateBlockedError,
     PrivgateError,
@@ -102,6 +103,13 @@ def _release(parameters: ReleaseParameters) -> State:
     get_run_logger().info(prepare_private_results(policy))
     if parameters.history_note is not None:
         get_run_logger().info("release history: %s", parameters.history_note)
+    choice = choose_engine(policy, parameters.engine)  # a table past memory: partitioned
+    get_run_logger().info("engine: %s", choice.reason)
+    if choice.engine == "partitioned":
+        from privgate.flows.partitioned import engine_facts, partitioned_release_flow
+
+        outcome = partitioned_release_flow(parameters, engine_facts(choice))  # a subflow
+        return Completed(message=outcome["message"], data=outcome)
     opened = _open(policy)
     if policy.is_differentially_private:
         from privgate.flows.dp_release import dp_release

@@ -22,6 +22,7 @@ from prefect.logging import get_run_logger
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import ReleasePolicy
 from privgate.validations.expectations import (
+    ExpectationSample,
     format_check,
     raise_for_input,
     raise_for_release,
@@ -98,13 +99,17 @@ def input_expectations_task(
     policy: ReleasePolicy,
     hierarchies: dict[str, Hierarchy],
     run_name: str | None = None,
+    sampled: ExpectationSample | None = None,
 ) -> dict:
     """Run the input suite on the validated table; raise if it fails.
 
-    Returns the suite's summary (pass it on to :func:`release_expectations_task`, which writes
-    the Data Docs of both suites next to the release).
+    ``sampled``: ``frame`` already is this seeded sample of a larger table (the partitioned
+    path). Returns the suite's summary (pass it on to :func:`release_expectations_task`, which
+    writes the Data Docs of both suites next to the release).
     """
-    summary = validate_input_expectations(frame, policy, hierarchies, run_name=run_name)
+    summary = validate_input_expectations(
+        frame, policy, hierarchies, run_name=run_name, sampled=sampled
+    )
     _record(summary, policy)
     _log(summary)
     if "sample" in summary:

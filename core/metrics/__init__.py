@@ -25,11 +25,15 @@ from privgate.core.metrics._loss import Loss, granularity
 from privgate.core.metrics._precision import PrecisionLoss, precision
 
 if TYPE_CHECKING:
-    from privgate.core.metrics._table_loss import attribute_loss, table_loss
+    from privgate.core.metrics._table_loss import (
+        attribute_loss,
+        attribute_loss_from_counts,
+        table_loss,
+    )
 
 # Measuring a written release needs pandas; the search objectives do not (see
 # core.anonymize for why the engine's import stays light).
-_LAZY = {"attribute_loss", "table_loss"}
+_LAZY = {"attribute_loss", "attribute_loss_from_counts", "table_loss"}
 
 
 def __getattr__(name: str) -> object:
@@ -54,6 +58,7 @@ __all__ = [
     "NonUniformEntropy",
     "PrecisionLoss",
     "attribute_loss",
+    "attribute_loss_from_counts",
     "granularity",
     "gs_factors",
     "make_metric",

@@ -42,7 +42,7 @@ import pandas as pd
 from privgate.core.exceptions import HierarchyError
 from privgate.core.hierarchy import SUPPRESSED, Hierarchy, value_key
 
-__all__ = ["attribute_loss", "table_loss"]
+__all__ = ["attribute_loss", "attribute_loss_from_counts", "table_loss"]
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _RANGE = re.compile(rf"^\s*({_NUMBER})\s*-\s*({_NUMBER})\s*$")
@@ -130,9 +130,87 @@ def attribute_loss(
     # cell is a value of its own, kept below the top level); any other missing cell costs 1.
     kept_missing = released.isna() & original.reindex(released.index).isna()
     labels, counts = _label_counts(released[~kept_missing])
-    distinct: list[object] = list(pd.unique(present))
+    return _loss_of_labels(
+        original.name,
+        list(pd.unique(present)),
+        n_original,
+        len(present) < n_original,
+        labels,
+        counts,
+        len(released),
+        hierarchy,
+        numeric,
+    )
+
+
+def attribute_loss_from_counts(
+    name: str,
+    distinct: list[object],
+    n_original: int,
+    has_missing: bool,
+    label_counts: Mapping[str | None, int],
+    n_released: int,
+    hierarchy: Hierarchy | None,
+    numeric: bool,
+) -> float:
+    """:func:`attribute_loss` from counts alone: what a path that never holds the records (the
+    partitioned one: a frequency set and a plan) knows, with the same definitions.
+
+    Parameters
+    ----------
+    name : str
+        The attribute (for messages).
+    distinct : list
+        Its distinct non-missing original values.
+    n_original : int
+        Original records.
+    has_missing : bool
+        Some original cell is missing (one more leaf of the domain).
+    label_counts : mapping of str or None to int
+        Released cells per label; ``None`` is a missing released cell that was missing in the
+        input too (it costs nothing); a released ``*`` or other missing cell is ``"*"``.
+    n_released : int
+        Released records (the rest were suppressed, at cost 1 each).
+    hierarchy, numeric
+        As for :func:`attribute_loss`.
+    """
+    if n_original == 0:
+        raise ValueError("The original table has no records")
+    by_label: dict[str, int] = {}
+    for label, count in label_counts.items():
+        if label is None:
+            continue
+        key = SUPPRESSED if pd.isna(label) else value_key(label)
+        by_label[key] = by_label.get(key, 0) + int(count)
+    labels = sorted(by_label)
+    return _loss_of_labels(
+        name,
+        distinct,
+        n_original,
+        has_missing,
+        labels,
+        [by_label[label] for label in labels],
+        n_released,
+        hierarchy,
+        numeric,
+    )
+
+
+def _loss_of_labels(
+    name: object,
+    distinct: list[object],
+    n_original: int,
+    has_missing: bool,
+    labels: list[str],
+    counts: list[int],
+    n_released: int,
+    hierarchy: Hierarchy | None,
+    numeric: bool,
+) -> float:
+    """The mean cost over the original records of released ``labels`` carried by ``counts``
+    cells (cells missing in input and release left out), suppressed records at 1."""
     # The missing cell is one more leaf of the domain, as in the search's encoding.
-    n_leaves = len(distinct) + int(len(present) < n_original)
+    n_leaves = len(distinct) + int(has_missing)
     coverage: dict[str, np.ndarray] = {}
     if numeric:
         distinct_values = pd.to_numeric(pd.Series(distinct, dtype=object)).to_numpy(dtype=float)
@@ -144,21 +222,21 @@ def attribute_loss(
         if needs_lookup and hierarchy is not None:
             coverage = _coverage(hierarchy, distinct)
     elif hierarchy is None:
-        raise ValueError(f"categorical attribute {original.name!r} needs a hierarchy")
+        raise ValueError(f"categorical attribute {name!r} needs a hierarchy")
     else:
         coverage = _coverage(hierarchy, distinct)
 
-    total = float(n_original - len(released))  # suppressed records cost 1 each
+    total = float(n_original - n_released)  # suppressed records cost 1 each
     for label, count in zip(labels, counts, strict=True):
         if label == SUPPRESSED:
             cost = 1.0
         elif numeric:
-            cost = _numeric_cost(label, span, coverage, distinct_values, original.name)
+            cost = _numeric_cost(label, span, coverage, distinct_values, name)
         else:
             covered = coverage.get(label)
             if covered is None:
                 raise HierarchyError(
-                    f"column {original.name!r}: released label {label!r} is not a label of its "
+                    f"column {name!r}: released label {label!r} is not a label of its "
                     "hierarchy (over the column's original values)"
                 )
             cost = (len(covered) - 1) / (n_leaves - 1) if n_leaves > 1 else 0.0

@@ -37,6 +37,16 @@ from privgate.core.scale._histogram import (
     merge_histograms,
     partition_histogram,
 )
+from privgate.core.scale._release import (
+    RELEASE_PARTS,
+    input_fingerprint,
+    partitioned_report,
+    parts_fingerprint,
+    read_rows,
+    release_loss,
+    stage_folder,
+    write_text_synced,
+)
 
 #: Names whose modules import dask, by module (loaded by :func:`__getattr__` on first use).
 _DASK_BOUND = {
@@ -45,11 +55,14 @@ _DASK_BOUND = {
         "ScaleRun",
         "anonymize_dask",
         "frequency_stage",
+        "input_fingerprint",
         "input_overrides",
         "publish_stage",
         "reference_stage",
+        "release_loss",
         "scale_setup",
         "search_stage",
+        "stage_folder",
         "verify_stage",
         "write_stage",
     ),
@@ -71,6 +84,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "RELEASE_PARTS",
     "CodedRelease",
     "GeneralizationPlan",
     "PartialHistogram",
@@ -87,17 +101,24 @@ __all__ = [
     "generalize_partition",
     "histogram_from_codes",
     "histogram_of",
+    "input_fingerprint",
     "input_overrides",
     "merge_histograms",
     "partition_histogram",
+    "partitioned_report",
+    "parts_fingerprint",
     "plan_generalization",
     "publish_stage",
     "read_input",
+    "read_rows",
     "reference_from_codes",
     "reference_stage",
+    "release_loss",
     "scale_setup",
     "search_stage",
+    "stage_folder",
     "verify_parquet_release",
     "verify_stage",
     "write_stage",
+    "write_text_synced",
 ]

@@ -13,7 +13,7 @@ import pandas as pd
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import ColumnType, ReleasePolicy
 from privgate.validations.expectations._gx import ephemeral_context, gx_api
-from privgate.validations.expectations._sample import expectation_sample
+from privgate.validations.expectations._sample import ExpectationSample, expectation_sample
 from privgate.validations.expectations._suites import build_input_suite, build_release_suite
 
 __all__ = [
@@ -184,15 +184,19 @@ def validate_input_expectations(
     *,
     run_name: str | None = None,
     row_bounds: tuple[int | None, int | None] | None = None,
+    sampled: ExpectationSample | None = None,
 ) -> dict:
     """Run the input suite on ``frame`` (pandera's coerced table, or :func:`typed_view`).
+
+    ``sampled``: ``frame`` already is this sample's rows of a larger table (the partitioned
+    path reads only those), so the suite runs on it as on a sample and says so.
 
     Returns a summary: ``success``, counts, one entry per expectation (``text``, ``success``,
     ``observed``, ``unexpected_count``, up to 10 ``unexpected_values`` / ``unexpected_rows``,
     ``error``), and the Great Expectations suite and result for :func:`write_data_docs`.
     """
-    sample = expectation_sample(len(frame))
-    if sample is not None:  # a large table: a seeded sample of its rows (see ._sample)
+    sample = sampled if sampled is not None else expectation_sample(len(frame))
+    if sample is not None and sampled is None:  # a large table: a seeded sample of its rows
         frame = frame.iloc[sample.rows]
     suite = build_input_suite(policy, hierarchies, row_bounds, whole_table=sample is None)
     summary = run_suite(suite, _na_strings(frame), "input", run_name)

@@ -1,0 +1,128 @@
+"""`privgate run` switches to the partitioned path by itself above its stated size (issue 18).
+
+Real data: scaled Adult (60,000 rows, made as ../shared/tools/make_scaled_adult.py makes it)
+with PRIVGATE_PARTITIONED_MIN_ROWS lowered, so that a small table takes the path a 10M-row
+nightly table takes by default.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from adult_reference import ADULT_POLICY, ADULT_QI
+
+from privgate.flows.cli import main
+
+
+@pytest.fixture(scope="module")
+def scaled_csv(shared_data, tmp_path_factory) -> Path:
+    """60,000 rows resampled from Adult with p = 0.3 per quasi-identifier cell."""
+    source = shared_data("arx/adult.csv")
+    lines = source.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split(";")
+    table = np.array([ln.split(";") for ln in lines[1:] if ln], dtype=object)
+    rng = np.random.default_rng(18)
+    out = table[rng.integers(0, len(table), 60_000)]
+    for col in ADULT_QI:
+        j = header.index(col)
+        swap = rng.random(len(out)) < 0.3
+        out[swap, j] = table[rng.integers(0, len(table), int(swap.sum())), j]
+    path = tmp_path_factory.mktemp("auto") / "adult_60k.csv"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(";".join(header) + "\n")
+        fh.writelines(";".join(row) + "\n" for row in out)
+    return path
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["run", str(ADULT_POLICY), "--release-date", "2026-11-26", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _release_rows(frame: pd.DataFrame) -> list[tuple]:
+    text = frame.astype("string").fillna("<NA>")
+    return sorted(map(tuple, text.itertuples(index=False)))
+
+
+def test_above_the_threshold_run_takes_the_partitioned_path_and_publishes_the_same_release(
+    scaled_csv, tmp_path, capsys, monkeypatch
+):
+    """The auto path's release is verified on its written parts and equals the in-memory
+    path's: the same levels, suppressed records, rows (up to order), loss and precision; the
+    input suites ran on the seeded sample the manifest and the report state."""
+    from privgate.core.scale import verify_parquet_release
+
+    monkeypatch.setenv("PRIVGATE_PARTITIONED_MIN_ROWS", "50000")
+    monkeypatch.setenv("PRIVGATE_EXPECTATIONS_MAX_ROWS", "20000")
+    code, out, _ = _run(capsys, "--input", str(scaled_csv), "--output", str(tmp_path / "auto"))
+    assert code == 0, out
+    engine_line = out.splitlines()[0]
+    assert engine_line.startswith("engine: partitioned path (")
+    assert "rows estimated" in engine_line and "PRIVGATE_PARTITIONED_MIN_ROWS=50,000" in engine_line
+    assert "validation: schema and input suite on a seeded sample of 20,000 of 60,000 rows" in out
+    (auto,) = (tmp_path / "auto" / "adult").iterdir()
+    manifest = json.loads((auto / "manifest.json").read_text())
+    assert manifest["engine"]["path"] == "partitioned"
+    assert manifest["gate"]["passed"] is True
+    assert manifest["expectations"]["input"]["sample"] == {
+        "rows": 20_000, "of_rows": 60_000, "seed": 0,
+        "note": manifest["expectations"]["input"]["sample"]["note"],
+    }  # fmt: skip
+    assert manifest["expectations"]["input"]["success"] is True
+    report = (auto / "report.html").read_text()
+    assert "a seeded random sample of 20,000 of 60,000 rows (seed 0)" in report
+
+    code, out, _ = _run(
+        capsys, "--input", str(scaled_csv), "--output", str(tmp_path / "mem"), "--engine", "memory"
+    )
+    assert code == 0, out
+    assert out.splitlines()[0] == "engine: in-memory path (--engine memory)"
+    (mem,) = (tmp_path / "mem" / "adult").iterdir()
+    memory = json.loads((mem / "manifest.json").read_text())
+    assert manifest["transformation"] == memory["transformation"]
+    assert manifest["metrics"]["suppressed"] == memory["metrics"]["suppressed"] > 0
+    for key in ("loss", "granularity", "precision"):
+        assert manifest["metrics"][key] == pytest.approx(memory["metrics"][key], abs=1e-12)
+    assert manifest["output"]["rows"] == memory["output"]["rows"]
+    assert manifest["input"]["sha256"] == memory["input"]["sha256"]
+    parts = pd.read_parquet(auto / "release")
+    written = pd.read_csv(mem / "release.csv", dtype=str, keep_default_na=False, na_values=[""])
+    assert list(parts.columns) == list(written.columns)
+    assert _release_rows(parts) == _release_rows(written)
+
+    from privgate.core.anonymize import SearchSetup
+    from privgate.core.policy import load_policy
+
+    setup = SearchSetup.from_policy(load_policy(ADULT_POLICY))
+    again = verify_parquet_release(
+        auto / "release", ADULT_QI, list(setup.models), **setup.gate_limits(60_000)
+    )
+    assert again.passed and again.measurements["min_class_size"] >= 5
+
+
+def test_a_policy_the_partitioned_path_cannot_honour_is_refused_before_prefect_starts(
+    scaled_csv, tmp_path, capsys, monkeypatch
+):
+    import privgate.flows.release as release_module
+
+    def never(*args, **kwargs):
+        raise AssertionError("the flow started")
+
+    monkeypatch.setattr(release_module, "release_flow", never)
+    monkeypatch.setenv("PRIVGATE_PARTITIONED_MIN_ROWS", "50000")
+    policy = tmp_path / "mondrian.yaml"
+    text = ADULT_POLICY.read_text().replace("name: optimal\n  metric: loss", "name: mondrian")
+    text = text.replace("../../shared", str(ADULT_POLICY.parents[2] / "shared"))
+    text = text.replace("directory: ../releases", f"directory: {tmp_path / 'out'}")
+    policy.write_text(text)
+    code = main(["run", str(policy), "--input", str(scaled_csv)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "cannot honour algorithm.name mondrian" in err
+    assert "--engine memory" in err and "PRIVGATE_PARTITIONED_MIN_ROWS" in err
+    assert not (tmp_path / "out").exists()
