@@ -126,3 +126,23 @@ def test_a_policy_the_partitioned_path_cannot_honour_is_refused_before_prefect_s
     assert "cannot honour algorithm.name mondrian" in err
     assert "--engine memory" in err and "PRIVGATE_PARTITIONED_MIN_ROWS" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_an_invalid_value_stops_the_partitioned_run_before_anything_is_written(
+    scaled_csv, tmp_path, capsys, monkeypatch
+):
+    """The schema runs on the partitioned path too: a salary class outside the declared
+    categories (a sensitive cell, which the search and the gate accept) stops the run with
+    the row named, and nothing is published."""
+    monkeypatch.setenv("PRIVGATE_PARTITIONED_MIN_ROWS", "50000")
+    lines = scaled_csv.read_text(encoding="utf-8").splitlines()
+    fields = lines[4001].split(";")
+    fields[-1] = "maybe"
+    lines[4001] = ";".join(fields)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = _run(capsys, "--input", str(bad), "--output", str(tmp_path / "out"))
+    assert code == 2, err
+    assert out.startswith("engine: partitioned path")
+    assert "salary-class" in err and "'maybe'" in err and "4000" in err
+    assert not list((tmp_path / "out").rglob("manifest.json"))
