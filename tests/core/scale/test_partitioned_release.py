@@ -46,6 +46,7 @@ def test_read_rows_says_when_the_input_is_shorter(scaled_policy):
         read_rows(scaled_policy.input, ["age"], np.arange(60_001))
 
 
+@pytest.mark.slow  # two anonymizations of 60,000 rows, one on dask
 @pytest.mark.parametrize("k", [5, 50])
 def test_release_loss_on_the_frequency_set_is_the_utility_stages_loss(scaled_policy, k):
     """Counted on the distinct tuples, the loss per attribute, in total and the precision
