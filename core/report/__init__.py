@@ -1,10 +1,10 @@
 """The release report: one self-contained HTML file per release and per blocked run.
 
 :func:`build_report` gathers a run's stage outputs into a :class:`ReleaseReport` (plain data),
-:func:`render_html` turns it into HTML (inline style, figures as base64 PNG drawn with
-matplotlib's Agg canvas), and :func:`write_report` writes it atomically.
+:func:`render_html` turns it into HTML (inline style, figures as inline SVG written by
+:mod:`._plots`, no plotting library), and :func:`write_report` writes it atomically.
 :func:`markdown_summary` and :func:`summary_table` give the same summary in the shapes Prefect's
-artifacts take. matplotlib is imported only when figures are drawn.
+artifacts take.
 """
 
 from __future__ import annotations

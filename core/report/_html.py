@@ -1,9 +1,10 @@
 """The release report as one self-contained HTML file.
 
-Everything is inline: the style sheet, and the figures as base64 PNG (``data:`` URIs). There is
-no script, font, or link to fetch, so the file reads the same offline, attached to a ticket or
-opened years later. Sections, in order: the gate decision, privacy, utility (with the chosen
-transformation), the input's validation, and the run's metadata.
+Everything is inline: the style sheet, and the figures as SVG markup in the page (no image
+file, no ``data:`` URI; :mod:`._plots`). There is no script, font, or link to fetch, so the
+file reads the same offline, attached to a ticket or opened years later. Sections, in order:
+the gate decision, privacy, utility (with the chosen transformation), the input's validation,
+and the run's metadata.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ th, td { text-align:left; padding: 5px 8px; border-bottom:1px solid var(--line);
   vertical-align: top; }
 th { background:#f2f4f7; font-weight:600; }
 td.num, th.num { text-align:right; font-variant-numeric: tabular-nums; }
-img.plot { max-width:100%; height:auto; display:block; margin: 6px 0 4px; }
+figure.plot { margin: 6px 0 4px; }
+svg.plot { max-width:100%; height:auto; display:block; }
 table.narrow { width:auto; min-width: 360px; }
 code { font-size: 12.5px; background:#f2f4f7; padding: 1px 4px; border-radius:3px;
   word-break: break-all; }
@@ -143,8 +145,9 @@ def _cards(items: Iterable[tuple[str, Any]]) -> str:
     )
 
 
-def _img(png: str, alt: str) -> str:
-    return f'<img class="plot" alt="{escape(alt)}" src="data:image/png;base64,{png}">'
+def _plot(svg: str) -> str:
+    """A figure of :mod:`._plots`, inline: its ``<svg>`` carries its own label and title."""
+    return f'<figure class="plot">{svg}</figure>'
 
 
 # ------------------------------------------------------------------------------------------------
@@ -299,12 +302,12 @@ def _privacy(report: ReleaseReport) -> str:
             if per_person
             else "</p>"
         ),
-        _img(_plots.class_size_figure(sizes, int(p.get("k", 1))), "class size histogram"),
+        _plot(_plots.class_size_figure(sizes, int(p.get("k", 1)))),
         "<h3>Re-identification risk</h3>",
         "<p class='note'>Prosecutor model: an attacker who knows a person is in the release and "
         "knows their quasi-identifiers picks one record of their class, so a record's risk is "
         "1 / its class size.</p>",
-        _img(_plots.risk_figure(sizes, int(p.get("k", 1))), "risk distribution"),
+        _plot(_plots.risk_figure(sizes, int(p.get("k", 1)))),
         _table(
             ["risk band", "share of records"],
             [(band, f"{100 * share:.2f}%") for band, share in _plots.risk_bands(sizes)],
@@ -320,9 +323,8 @@ def _privacy(report: ReleaseReport) -> str:
         )
         distinct = {int(v): int(c) for v, c in entry.get("distinct_per_class", {}).items()}
         parts.append(
-            _img(
-                _plots.sensitive_figure(column, distinct, entry.get("t_distances"), entry.get("t")),
-                f"sensitive column {column}",
+            _plot(
+                _plots.sensitive_figure(column, distinct, entry.get("t_distances"), entry.get("t"))
             )
         )
     return "".join(parts)
@@ -383,7 +385,7 @@ def _risk(report: ReleaseReport) -> str:
                 else ""
             )
             + f"{population}</p>",
-            _img(_plots.risk_analysis_figure(before, after), "re-identification risk"),
+            _plot(_plots.risk_analysis_figure(before, after)),
             _table(["measure", "original", "release"], rows, numeric=(1, 2)),  # fmt: skip
             "<h3>Which quasi-identifiers drive uniqueness</h3>",
             _table(
@@ -425,10 +427,7 @@ def _utility(report: ReleaseReport) -> str:
             "category of its own.</p>"
         )
         parts.append(
-            _img(
-                _plots.classification_figure(cls["scores"], cls.get("majority_accuracy")),
-                "classification before and after",
-            )
+            _plot(_plots.classification_figure(cls["scores"], cls.get("majority_accuracy")))
         )
         parts.append(
             _table(
@@ -471,7 +470,7 @@ def _utility(report: ReleaseReport) -> str:
             "per original cluster, weighted by size; MatchPoint: share of record pairs on which "
             "both clusterings agree. Suppressed records count as disagreements.</p>"
         )
-        parts.append(_img(_plots.clustering_figure(clu["scores"]), "clustering agreement"))
+        parts.append(_plot(_plots.clustering_figure(clu["scores"])))
         parts.append(
             _table(
                 ["method", "clusters", "F-measure", "MatchPoint"],
@@ -493,7 +492,7 @@ def _utility(report: ReleaseReport) -> str:
         "records 1. Total variation: half the L1 distance between the column's original "
         "distribution and the release's, each released label spread evenly over the values it "
         "covers.</p>",
-        _img(_plots.loss_figure(per_attribute, distribution), "loss per attribute"),
+        _plot(_plots.loss_figure(per_attribute, distribution)),
         _table(
             ["column", "information loss", "total variation"],
             [(c, per_attribute.get(c), distribution.get(c)) for c in distribution],
@@ -513,10 +512,7 @@ def _utility(report: ReleaseReport) -> str:
             f"{_e(t.get('partitions'))} regions; no single level per quasi-identifier.</p>"
         )
     parts.append(
-        _img(
-            _plots.levels_figure(t.get("levels", {}), t.get("heights", {}), t.get("labels", {})),
-            "generalization per quasi-identifier",
-        )
+        _plot(_plots.levels_figure(t.get("levels", {}), t.get("heights", {}), t.get("labels", {})))
     )
     parts.append(
         _table(
@@ -647,7 +643,7 @@ def _attacks(report: ReleaseReport) -> str:
         "success beyond the held-out records' (what the release itself gives away), with a "
         f"{level} confidence interval. Attacked columns: "
         f"{escape(', '.join(details['columns']))}. {escape(a['rule'].capitalize())}.</p>",
-        _img(_plots.attack_figure(a["risks"], checks), "attack risks"),
+        _plot(_plots.attack_figure(a["risks"], checks)),
     ]
     rows = []
     labels = dict(_ATTACK_MEASURES)
@@ -735,7 +731,7 @@ def _history(report: ReleaseReport) -> str:
 
 
 def render_html(report: ReleaseReport) -> str:
-    """The report as one self-contained HTML document (inline CSS, base64 PNG figures).
+    """The report as one self-contained HTML document (inline CSS, inline SVG figures).
 
     Parameters
     ----------
