@@ -118,7 +118,17 @@ class Canvas:
         self.parts: list[str] = []
         self.panels = 0
 
-    def rect(self, x, y, width, height, fill, title=None, **data) -> None:
+    def rect(
+        self,
+        x: float,
+        y: float,
+        width: float,
+        height: float,
+        fill: str,
+        title: str | None = None,
+        **data: object,
+    ) -> None:
+        """A rectangle; with a ``value`` in ``data`` it is a bar (``class="bar"``)."""
         extra = "".join(f' data-{k.replace("_", "-")}="{_a(v)}"' for k, v in data.items())
         cls = ' class="bar"' if "value" in data else ""
         body = f"<title>{escape(title)}</title></rect>" if title else "</rect>"
@@ -127,7 +137,17 @@ class Canvas:
             f'height="{_n(max(height, 0))}" fill="{fill}"{extra}>{body}'
         )
 
-    def line(self, x1, y1, x2, y2, stroke=INK, width=1.0, dash=None, title=None) -> None:
+    def line(
+        self,
+        x1: float,
+        y1: float,
+        x2: float,
+        y2: float,
+        stroke: str = INK,
+        width: float = 1.0,
+        dash: str | None = None,
+        title: str | None = None,
+    ) -> None:
         style = f' stroke-dasharray="{dash}"' if dash else ""
         body = f"<title>{escape(title)}</title></line>" if title else "</line>"
         self.parts.append(
@@ -141,7 +161,9 @@ class Canvas:
             f'<polyline points="{coords}" fill="none" stroke="{stroke}" stroke-width="1.6"/>'
         )
 
-    def circle(self, x, y, radius, fill, title=None, **data) -> None:
+    def circle(
+        self, x: float, y: float, radius: float, fill: str, title: str | None = None, **data: object
+    ) -> None:
         extra = "".join(f' data-{k}="{_a(v)}"' for k, v in data.items())
         body = f"<title>{escape(title)}</title></circle>" if title else "</circle>"
         self.parts.append(
@@ -149,7 +171,16 @@ class Canvas:
         )
 
     def text(
-        self, x, y, text, size=11.0, anchor="middle", fill=INK, weight=None, rotate=False, dy=0.35
+        self,
+        x: float,
+        y: float,
+        text: str,
+        size: float = 11.0,
+        anchor: str = "middle",
+        fill: str = INK,
+        weight: str | None = None,
+        rotate: bool = False,
+        dy: float = 0.35,
     ) -> None:
         """Text whose first line is vertically centred on ``y`` (``dy`` in em); ``\\n`` breaks
         lines below it."""
