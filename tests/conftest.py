@@ -232,11 +232,21 @@ def adult_mondrian_run(adult_run, adult) -> dict:
     return _report_inputs(adult, policy)
 
 
+#: A test requesting one of these fixtures is ``slow``: the session's Prefect test server
+#: (10-30 s to start per worker, seconds per flow run), and the whole Adult table (30,162 rows
+#: read and validated once per worker, then searched, released or scored by the test: 1-15 s
+#: each, 225 tests).
+SLOW_FIXTURES = frozenset({"prefect_harness", "adult"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test that runs on the Prefect test server is ``slow``: starting the server takes
-    10-30 s per worker and each flow run seconds. ``make test-fast`` (``-m "not slow"``) leaves
-    them out; ``make test`` and CI run them. Other tests are marked ``slow`` by hand when they
-    need more than ~5 s on their own (child processes, a browser, a sweep over Adult).
+    """Every test that runs on the Prefect test server or on the whole Adult table
+    (:data:`SLOW_FIXTURES`, also through fixtures built on them such as ``adult_k5``) is
+    ``slow``. ``make test-fast`` (``-m "not slow"``) leaves them out: the inner loop is the unit
+    tests, on small tables. ``make test`` and CI run every test. Other tests are marked ``slow``
+    by hand, with the reason beside the mark, when they need child processes, a browser, JAX,
+    an exhaustive reference over many nodes or subsets, or a real dataset read whole (more
+    than ~2 s on their own).
 
     On pytest-xdist workers (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``)
     the files with slow tests are handed out first, so that a long file never starts last while
@@ -244,7 +254,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the collection order.
     """
     for item in items:
-        if "prefect_harness" in getattr(item, "fixturenames", ()):
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
     if hasattr(config, "workerinput"):  # an xdist worker: its order is what gets scheduled
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -14,6 +14,7 @@ from privgate.flows.cli import main
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # whole Adult through both engines
 def test_engine_only_release_is_verified_k_anonymous(shared_data, tmp_path, capsys):
     shared_data("arx/adult.csv")
     out = tmp_path / "release.csv"
@@ -47,6 +48,7 @@ def test_algorithms_beyond_full_domain_are_refused_by_name(
     assert not out.exists()
 
 
+@pytest.mark.slow  # whole Adult through both engines
 @pytest.mark.parametrize("k", [2, 5, 50])
 def test_columnar_engine_releases_what_the_row_engine_releases(shared_data, tmp_path, k):
     """`privgate anonymize` runs on codes (issue 18); its release is, row for row up to order,
@@ -85,6 +87,7 @@ def test_columnar_engine_releases_what_the_row_engine_releases(shared_data, tmp_
     assert rows(written) == rows(expected)
 
 
+@pytest.mark.slow  # whole Adult through both engines
 def test_columnar_engine_writes_a_missing_quasi_identifier_kept_at_level_0_as_missing(
     shared_data, tmp_path
 ):

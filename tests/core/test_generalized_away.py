@@ -70,6 +70,7 @@ def hospital(tmp_path_factory):
     return policy, frame, privgate.anonymize(frame, policy)
 
 
+@pytest.mark.slow  # the hospital table's search and report (module fixture)
 def test_hospital_optimum_generalizes_quasi_identifiers_away_and_says_so(hospital) -> None:
     policy, frame, release = hospital
     decision = release.decision
@@ -91,6 +92,7 @@ def test_hospital_optimum_generalizes_quasi_identifiers_away_and_says_so(hospita
     assert "FLAGGED: " in decision.summary and "'age' ('*')" in decision.summary
 
 
+@pytest.mark.slow  # the hospital table's search and report (module fixture)
 def test_hospital_release_written_is_verified_in_patients(hospital, tmp_path) -> None:
     """Release.write verifies the written file with each written row's patient (shuffled with
     the rows), as the flow does: the same classes, persons and suppression in persons."""
@@ -102,6 +104,7 @@ def test_hospital_release_written_is_verified_in_patients(hospital, tmp_path) ->
     assert written.flags == release.decision.flags
 
 
+@pytest.mark.slow  # the hospital table's search and report (module fixture)
 def test_hospital_report_banner_shows_the_flag(hospital) -> None:
     from privgate.core.anonymize import SearchSetup
     from privgate.core.report import build_report, render_html

@@ -132,6 +132,7 @@ model_sets = st.sampled_from(
 )
 
 
+@pytest.mark.slow  # brute force over every subset of persons: 10-12 s
 @settings(max_examples=40, deadline=None)
 @given(rows=tables, models=model_sets)
 def test_checker_suppresses_exactly_the_people_outside_the_largest_releasable_set(
@@ -242,6 +243,7 @@ def _precision(frame: pd.DataFrame, node, kept_people: set) -> float:
     return (kept.sum() * per_row + (~kept).sum() * q) / (len(frame) * q)
 
 
+@pytest.mark.slow  # brute force over every subset of persons: 10-12 s
 @settings(max_examples=25, deadline=None, derandomize=True, database=None)
 @given(rows=tables, models=model_sets, limit=st.sampled_from([0.0, 0.2, 0.5]))
 def test_person_search_finds_the_brute_force_optimum_and_the_gate_agrees(rows, models, limit):

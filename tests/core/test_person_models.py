@@ -291,6 +291,7 @@ def _gate(frame, release, persons, models, limit):
     )
 
 
+@pytest.mark.slow  # the per-person reference at every node of the lattice: 4-12 s
 @settings(max_examples=25, deadline=None, derandomize=True, database=None)
 @given(
     rows=tables,
@@ -316,6 +317,7 @@ def test_every_node_follows_the_fixed_point_rule_and_the_gate_accepts_what_the_s
             assert decision.passed, (node, decision.reasons)
 
 
+@pytest.mark.slow  # the per-person reference at every node of the lattice: 4-12 s
 @settings(max_examples=25, deadline=None, derandomize=True, database=None)
 @given(
     rows=tables,
@@ -598,6 +600,7 @@ GRASSBERGER_SETS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow  # the per-person reference at every node of the lattice: 4-12 s
 @settings(max_examples=40, deadline=None, derandomize=True, database=None)
 @given(
     rows=st.lists(
@@ -658,6 +661,7 @@ SUPPRESS_SETS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow  # the per-person reference at every node of the lattice: 4-12 s
 @settings(max_examples=40, deadline=None, derandomize=True, database=None)
 @given(rows=tables, models=st.sampled_from(SUPPRESS_SETS), limit=st.sampled_from([0.2, 0.5]))
 def test_risk_suppression_per_person_follows_the_reference_and_the_gate_agrees(
@@ -753,6 +757,7 @@ DISCLOSURE_SETS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow  # the per-person reference at every node of the lattice: 4-12 s
 @settings(max_examples=50, deadline=None, derandomize=True, database=None)
 @given(
     rows=tables,
@@ -838,6 +843,7 @@ K_MAP_SETS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow  # the per-person reference at every node of the lattice: 4-12 s
 @settings(max_examples=40, deadline=None, derandomize=True, database=None)
 @given(rows=tables, models=st.sampled_from(K_MAP_SETS), limit=st.sampled_from([0.0, 0.2, 0.5]))
 def test_estimated_k_map_per_person_follows_the_reference_and_the_gate_agrees(

@@ -107,6 +107,7 @@ def _reference(sub: pd.DataFrame, k: int, limit: float, l_div: int | None, metri
 SETTINGS = [(2, 0.0, None), (3, 0.1, None), (2, 0.05, 2), (4, 0.2, None), (3, 0.0, 2)]
 
 
+@pytest.mark.slow  # an exhaustive reference search per seed: 2-3 s each
 @pytest.mark.parametrize("seed", range(8))
 def test_search_and_gate_follow_the_subset_definition(tmp_path, seed) -> None:
     rng = np.random.default_rng(seed)

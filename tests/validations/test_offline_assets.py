@@ -73,6 +73,7 @@ def _playwright_or_skip():
     return sync_playwright
 
 
+@pytest.mark.slow  # a browser
 def test_data_docs_render_styled_in_chromium_without_network(docs):
     sync_playwright = _playwright_or_skip()
     page_path = next((docs / "input" / "validations").rglob("*.html"))

@@ -83,6 +83,7 @@ def test_exponential_selection_holds_its_epsilon_and_an_understated_sensitivity_
     assert buggy.violated, buggy
 
 
+@pytest.mark.slow  # an audit of OpenDP draws
 def test_monotonic_selection_holds_half_the_noise_on_monotone_neighbours():
     def select(scores):
         return mechanisms.exponential_select(scores, EPSILON, sensitivity=1.0, monotonic=True)

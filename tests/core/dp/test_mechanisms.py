@@ -185,6 +185,7 @@ def test_laplace_noise_has_the_laplace_variance() -> None:
     assert abs(noise.var() - variance) < SIGMAS * se_var
 
 
+@pytest.mark.slow  # a large sample of OpenDP draws: 2-4 s
 def test_gaussian_noise_has_the_calibrated_standard_deviation() -> None:
     acc = Accountant()
     n = N_FLOAT_DRAWS
@@ -194,6 +195,7 @@ def test_gaussian_noise_has_the_calibrated_standard_deviation() -> None:
     assert abs(out.var() - sigma**2) < SIGMAS * sigma**2 * math.sqrt(2 / n)
 
 
+@pytest.mark.slow  # a large sample of OpenDP draws: 2-4 s
 def test_exponential_select_matches_report_noisy_max_probabilities() -> None:
     """Scores (0, 1), sensitivity 1, epsilon 2: exponential noise of scale 1 picks index 0 with
     probability P[E0 - E1 > 1] = exp(-1) / 2 (permute-and-flip, McKenna & Sheldon 2020)."""

@@ -20,6 +20,9 @@ from privgate.core.dp._model_projection import numpy_projection_estimator, proje
 
 SIZES = {"a": 2, "b": 3, "c": 4, "d": 2, "e": 3}
 
+#: mbi computes each marginal in eager JAX, compiled per query: about 40 s in all.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def measurements():

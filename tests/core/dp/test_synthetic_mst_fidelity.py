@@ -71,6 +71,7 @@ EPSILON, DELTA = 10.0, 1e-6
 ROWS = 4000
 
 
+@pytest.mark.slow  # OpenDP's MST (JAX) on 4,000 rows
 def test_opendp_refuses_its_own_mst_selection_at_split_09_on_nine_columns() -> None:
     """The cause, on public numbers only: at ε = 10 no ρ near OpenDP's works at split 0.9."""
     rho = _rho_for(EPSILON, DELTA)

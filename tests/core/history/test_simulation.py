@@ -25,6 +25,7 @@ def adult_nights(adult_policy):
     return base, adult.iloc[order[3000:]], policy, hierarchies
 
 
+@pytest.mark.slow  # nightly releases of Adult and the attack on them
 def test_the_attack_succeeds_without_the_criterion_and_fails_with_it(adult_nights):
     base, pool, policy, hierarchies = adult_nights
     churn = Churn(nights=6, inserts=0.02, deletes=0.02, updates=0.02, seed=0)

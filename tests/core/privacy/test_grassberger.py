@@ -160,6 +160,7 @@ def _search(freq, limit: float, estimator: str, l: int):  # noqa: E741
     return OptimalLattice([model], limit, metric=make_metric("arx_entropy", monotonic=False))
 
 
+@pytest.mark.slow  # ARX's cases: a whole-Adult search each
 @pytest.mark.parametrize(
     ("limit", "estimator", "l", "arx_value", "arx_node"),
     [
@@ -173,6 +174,7 @@ def test_arx_cases_reach_arx_node_and_value(adult_freq, limit, estimator, l, arx
     assert found.details["loss"] == pytest.approx(arx_value, rel=1e-9)
 
 
+@pytest.mark.slow  # ARX's cases: a whole-Adult search each
 @pytest.mark.parametrize(("limit", "estimator"), [(0.04, "shannon"), (0.1, "grassberger")])
 def test_arx_cases_without_a_solution_have_none(adult_freq, limit, estimator) -> None:
     # ARX cases 1 and 5: entropy-100-diversity of occupation (14 values) is unreachable

@@ -118,6 +118,7 @@ def test_enhanced_is_stricter_than_basic_and_reports_the_smallest_beta():
     assert enhanced.measurements["achieved"]["enhanced 1-likeness(s)"] == math.inf
 
 
+@pytest.mark.slow  # a whole-Adult search per model
 @pytest.mark.parametrize(
     "model",
     [

@@ -75,6 +75,7 @@ def test_tiers_numbered_from_the_most_important(adult_importance):
     assert tiers[order[0]] == 1 and tiers[order[-1]] == 5
 
 
+@pytest.mark.slow  # random forests over several seeds on an Adult sample: 5 s
 def test_tier_structure_stable_across_forest_seeds(adult_sample, adult_qis):
     """What the data decides clearly does not move with the forest's seed.
 
