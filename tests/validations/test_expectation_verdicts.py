@@ -103,6 +103,7 @@ def _json(value: dict) -> dict:
 
 
 @pytest.mark.skipif(not SHARED_ADULT.exists(), reason="needs ../shared/data/arx/adult.csv")
+@pytest.mark.slow  # both suites on the whole Adult table and its k = 5 release
 def test_every_expectation_keeps_its_verdict(tmp_path):
     recorded = json.loads(RECORD.read_text(encoding="utf-8"))
     found = _json(verdicts(tmp_path))
