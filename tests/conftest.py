@@ -70,7 +70,7 @@ def _merge_forkserver_preloads() -> None:
 
     A process has one fork server, started by the first child and preloading the list set
     last. Every module sets its list when it is collected, so the last collected one
-    (``tests/flows/test_faults.py``: the flow and Great Expectations) replaced the others, and
+    (``tests/fault_runs.py``: the flow and Great Expectations) replaced the others, and
     each child of the ledger and journal tests imported the ledger, OpenDP and scikit-learn
     itself (about 3 s per child, 70 children in ``make test``). Merged, the server imports
     every module once and each child starts with all of them.

@@ -1,122 +1,36 @@
-"""No partial file survives a fault: a full disk, a process killed at every stage boundary.
+"""No partial release survives a run killed at every stage boundary.
 
-After each fault the release folder holds no partial release, and the next run leaves no
-``.staging-*`` behind and publishes exactly once. The killed runs are real processes (forked
-from a server that has the flow imported, so each costs a fork, not an import) running against
-the session's Prefect server, and they die by SIGKILL: nothing of theirs gets to clean up.
+Each run dies by SIGKILL right after a stage (``ingest``, ``anonymize``, ``verify-and-gate``,
+``report``) or on either side of the atomic rename that publishes; afterwards the release folder
+holds no partial release, the dead run's cached stages are kept for its retry, and the next run
+leaves no ``.staging-*`` behind and publishes exactly once. The killed runs, and the demo input
+(where the fault, not the data, is the point), are in ``tests/fault_runs.py``. The other faults
+(around the history record, the server stopping, a full disk) are in
+``test_faults_other.py``, so that two pytest-xdist workers can share them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import multiprocessing
-import os
-import shutil
 import signal
-import subprocess
-import time
-from datetime import date
 from pathlib import Path
 
 import pytest
+from fault_runs import (
+    DATASET,
+    dataset_dir,
+    parameters_for,
+    releases,
+    run_killed_at,
+    working_folders,
+    write_demo_csv,
+)
 
-from privgate.core.demo_data import write_census_csv
-from privgate.core.exceptions import PublishError
-from privgate.flows.parameters import ReleaseParameters
 from privgate.flows.release import release_flow
-
-DEMO_POLICY = Path(__file__).resolve().parents[2] / "policies" / "demo.yaml"
-PROCESSES = multiprocessing.get_context("forkserver")
-PROCESSES.set_forkserver_preload(["privgate.flows.release", "great_expectations"])
 
 
 @pytest.fixture(scope="module")
 def demo_csv(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("demo-data") / "census.csv"
-    write_census_csv(path, n_rows=3000)
-    return path
-
-
-def _parameters(data: Path, output: Path, day: int) -> ReleaseParameters:
-    return ReleaseParameters(
-        policy_path=str(DEMO_POLICY),
-        release_date=date(2026, 1, day),
-        overrides={"input.path": str(data), "output.directory": str(output)},
-    )
-
-
-def _dataset_dir(output: Path) -> Path:
-    return output / "census-demo"
-
-
-def _releases(output: Path) -> list[Path]:
-    found = _dataset_dir(output).glob("*/manifest.json")
-    return sorted(p.parent for p in found if not p.parent.name.startswith("."))
-
-
-def _working_folders(output: Path) -> list[str]:
-    folder = _dataset_dir(output)
-    if not folder.exists():
-        return []
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
-
-
-# --- SIGKILL at every stage boundary ---------------------------------------------------------
-
-
-class _KillAfterTask(logging.Handler):
-    """SIGKILL this process as soon as the task named ``task`` has reported its final state:
-    the boundary between that stage and the next."""
-
-    def __init__(self, task: str) -> None:
-        super().__init__()
-        self.task = task
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if getattr(record, "task_name", None) == self.task and str(record.msg).startswith(
-            "Finished in state"
-        ):
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _killed_run(boundary: str, api_url: str, parameters: dict) -> None:
-    """Run the release flow in this (forked) process and die by SIGKILL at ``boundary``."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_TASKS_REFRESH_CACHE, temporary_settings
-
-    if boundary.startswith("publish"):
-        rename = os.rename
-
-        def dying_rename(source, target, *args, **kwargs):
-            staging = Path(source).name.startswith(".staging-")
-            if staging and boundary == "publish:before-rename":
-                os.kill(os.getpid(), signal.SIGKILL)
-            rename(source, target, *args, **kwargs)
-            if staging and boundary == "publish:after-rename":
-                os.kill(os.getpid(), signal.SIGKILL)
-
-        os.rename = dying_rename
-    else:
-        logging.getLogger("prefect").addHandler(_KillAfterTask(boundary))
-    settings = {PREFECT_API_URL: api_url, PREFECT_TASKS_REFRESH_CACHE: True}
-    with temporary_settings(settings):
-        release_flow(ReleaseParameters(**parameters))
-    os._exit(0)  # reached only if the boundary was never crossed: the parent sees exit 0
-
-
-def _killed_run_here(boundary: str, api_url: str, parameters: dict, env: dict) -> None:
-    """:func:`_killed_run` with this test's private data directory and history (the
-    forkserver's environment is the one of the first test that started it, not this one's:
-    without it the child would write its cached stages into another test's folder)."""
-    os.environ.update(env)
-    _killed_run(boundary, api_url, parameters)
-
-
-def _test_environment() -> dict:
-    from privgate.core.history import configured_history_url
-    from privgate.core.locations import data_dir
-
-    return {"PRIVGATE_HISTORY_URL": configured_history_url(), "PRIVGATE_DATA_DIR": str(data_dir())}
+    return write_demo_csv(tmp_path_factory.mktemp("demo-data"))
 
 
 #: The stage boundaries of a release (task names), and the two sides of the atomic rename.
@@ -132,255 +46,28 @@ BOUNDARIES = [
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)
 def test_a_run_killed_at_a_stage_boundary_leaves_no_partial_release(demo_csv, tmp_path, boundary):
-    from prefect.settings import PREFECT_API_URL
-
     from privgate.core.retention import dataset_results_dir
 
     day = BOUNDARIES.index(boundary) + 1
     output = tmp_path / "releases"
-    parameters = _parameters(demo_csv, output, day)
-    child = PROCESSES.Process(
-        target=_killed_run_here,
-        args=(boundary, PREFECT_API_URL.value(), parameters.model_dump(), _test_environment()),
-    )
-    child.start()
-    child.join(timeout=600)
-    assert child.exitcode == -signal.SIGKILL, f"the run was not killed at {boundary}"
+    parameters = parameters_for(demo_csv, output, day)
+    exitcode = run_killed_at(boundary, parameters)
+    assert exitcode == -signal.SIGKILL, f"the run was not killed at {boundary}"
     # What the crash left: at most a complete release, never a partial one.
-    published = _releases(output)
+    published = releases(output)
     assert published == ([] if boundary != "publish:after-rename" else published)
     for release in published:
         assert {p.name for p in release.iterdir()} >= {"release.csv", "manifest.json"}
     if boundary in ("verify-and-gate", "report", "publish:before-rename"):
-        assert any(n.startswith(".staging-") for n in _working_folders(output)), boundary
+        assert any(n.startswith(".staging-") for n in working_folders(output)), boundary
     # The dead run's cached stages are in this test's private data directory, for its retry.
-    cached = dataset_results_dir("census-demo")
+    cached = dataset_results_dir(DATASET)
     assert any(p.is_file() for p in cached.rglob("*")), boundary
 
     # The next run sweeps what the dead process left, and publishes exactly once.
     outcome = release_flow(parameters)
     assert outcome["published"]
-    (release,) = _releases(output)
+    (release,) = releases(output)
     assert Path(outcome["path"]) == release
-    assert _working_folders(output) == []
-    assert [p.name for p in _dataset_dir(output).iterdir()] == [release.name]
-
-
-# --- SIGKILL around the release history's record -------------------------------------------
-
-
-@pytest.mark.parametrize("boundary", ["publish:after-rename", "history-record"])
-def test_a_run_killed_around_the_history_record_is_recorded_exactly_once(
-    demo_csv, tmp_path, boundary
-):
-    """Publication and the history record are one step for an observer who retries: killed
-    after the rename (published, not recorded) or after the record, the next run publishes
-    nothing new and leaves exactly one history record whose people are the release's."""
-    from prefect.settings import PREFECT_API_URL
-
-    from privgate.core.history import ReleaseHistory, row_keys_dir
-
-    output = tmp_path / "releases"
-    history = {"history.check": True, "history.margin": 0.0}
-    parameters = _parameters(demo_csv, output, 20)
-    parameters = parameters.model_copy(update={"overrides": {**parameters.overrides, **history}})
-    child = PROCESSES.Process(
-        target=_killed_run_here,
-        args=(boundary, PREFECT_API_URL.value(), parameters.model_dump(), _test_environment()),
-    )
-    child.start()
-    child.join(timeout=600)
-    assert child.exitcode == -signal.SIGKILL, f"the run was not killed at {boundary}"
-    (release,) = _releases(output)  # the rename happened before either kill
-    with ReleaseHistory() as store:
-        before = store.releases("census-demo")
-    assert len(before) == (1 if boundary == "history-record" else 0)
-    # Published and not recorded: the row keys of exactly the published file are kept
-    # (``privgate history --record-published`` could record it); recorded: removed.
-    kept = list(row_keys_dir("census-demo").glob(f"{release.name}.*.json"))
-    assert len(kept) == (0 if boundary == "history-record" else 1)
-
-    outcome = release_flow(ReleaseParameters(**parameters.model_dump()))
-    assert outcome["published"] and outcome["already_published_by"]
-    assert _releases(output) == [release] and _working_folders(output) == []
-    with ReleaseHistory() as store:
-        (recorded,) = store.releases("census-demo")
-    rows = (release / "release.csv").read_text().count("\n") - 1
-    assert recorded.release_id == release.name and recorded.people == rows
-    assert not list(row_keys_dir("census-demo").glob("*.json"))  # recorded: nothing kept
-
-
-# --- the Prefect server stops mid-run ----------------------------------------------------------
-
-
-class _Proxy:
-    """A TCP relay in front of the session's Prefect server: the run talks to the server
-    through it, and :meth:`stop` makes the server vanish for the run (no new connection is
-    accepted, open ones are cut) while the test keeps using the server directly."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        import socket
-        import threading
-
-        self.target = target
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.connections: list = []
-        self.stopped = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        import socket
-        import threading
-
-        while not self.stopped.is_set():
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            self.connections += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source, sink) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                with contextlib.suppress(OSError):
-                    end.close()
-
-    def stop(self) -> None:
-        import socket
-
-        self.stopped.set()
-        self.listener.close()
-        for connection in self.connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-                connection.close()
-
-
-def _run_until_the_server_stops(api_url: str, parameters: dict) -> None:
-    """Run the release flow against ``api_url``; exit 3 if it raised, 0 if it returned."""
-    from prefect.settings import (
-        PREFECT_API_URL,
-        PREFECT_CLIENT_MAX_RETRIES,
-        PREFECT_TASKS_REFRESH_CACHE,
-        temporary_settings,
-    )
-
-    settings = {
-        PREFECT_API_URL: api_url,
-        PREFECT_TASKS_REFRESH_CACHE: True,
-        PREFECT_CLIENT_MAX_RETRIES: 0,
-    }
-    try:
-        with temporary_settings(settings):
-            release_flow(ReleaseParameters(**parameters))
-    except BaseException:
-        os._exit(3)
-    os._exit(0)
-
-
-def test_a_server_that_stops_mid_run_leaves_no_partial_release(demo_csv, tmp_path):
-    """The Prefect server disappears while the run is in its gate stage (the release is being
-    written to staging): the run fails without publishing and without leaving its staging
-    folder; once the server is back, the next run publishes exactly once."""
-    from urllib.parse import urlsplit
-
-    from prefect.settings import PREFECT_API_URL
-
-    harness = urlsplit(PREFECT_API_URL.value())
-    proxy = _Proxy((harness.hostname, harness.port))
-    output = tmp_path / "releases"
-    parameters = _parameters(demo_csv, output, 25)
-    child = PROCESSES.Process(
-        target=_run_until_the_server_stops,
-        args=(f"http://127.0.0.1:{proxy.port}{harness.path}", parameters.model_dump()),
-    )
-    child.start()
-    deadline = time.monotonic() + 300
-    while not any(n.startswith(".staging-") for n in _working_folders(output)):
-        assert child.is_alive() and time.monotonic() < deadline, "the run never staged"
-        time.sleep(0.01)
-    proxy.stop()
-    child.join(timeout=300)
-    assert child.exitcode == 3, f"the run did not fail when the server stopped ({child.exitcode})"
-    assert _releases(output) == [] and _working_folders(output) == []
-
-    outcome = release_flow(parameters)
-    assert outcome["published"]
-    assert len(_releases(output)) == 1 and _working_folders(output) == []
-
-
-# --- a full disk ------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A tmpfs of a given size (root in CI; elsewhere skipped unless CI=true)."""
-    mounts: list[Path] = []
-
-    def mount(size_kib: int) -> Path:
-        folder = tmp_path / f"disk-{len(mounts)}"
-        folder.mkdir()
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs", str(folder)],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        if done.returncode:
-            message = f"cannot mount a tmpfs for the full-disk test: {done.stderr.strip()}"
-            if os.environ.get("CI") == "true":
-                pytest.fail(message)
-            pytest.skip(message)
-        mounts.append(folder)
-        return folder
-
-    yield mount
-    for folder in mounts:
-        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
-
-
-def _used_kib(folder: Path) -> int:
-    stats = os.statvfs(folder)
-    return (stats.f_blocks - stats.f_bfree) * stats.f_frsize // 1024
-
-
-def _release_sizes(demo_csv: Path, tmp_path: Path) -> dict[str, int]:
-    """Bytes of each file of the release as published on an ordinary disk."""
-    output = tmp_path / "measure"
-    outcome = release_flow(_parameters(demo_csv, output, 20))
-    release = Path(outcome["path"])
-    sizes = {}
-    for path in release.rglob("*"):
-        if path.is_file():
-            top = path.relative_to(release).parts[0]
-            sizes[top] = sizes.get(top, 0) + path.stat().st_size
-    shutil.rmtree(output)
-    return sizes
-
-
-def test_a_full_disk_leaves_no_partial_file_and_frees_the_space(demo_csv, tmp_path, small_disk):
-    """The disk fills up while the release is written (too small for release.csv), then while
-    the files after it are written (release.csv fits, the rest does not): each run fails naming
-    the disk, leaves nothing in the release folder and frees what it wrote. On a disk with room
-    the next run publishes once."""
-    sizes = _release_sizes(demo_csv, tmp_path)
-    release_kib = sizes["release.csv"] // 1024
-    for size_kib in (max(release_kib // 2, 8), release_kib + 16):
-        disk = small_disk(size_kib)
-        parameters = _parameters(demo_csv, disk, 21)
-        with pytest.raises(PublishError, match="No space left on device"):
-            release_flow(parameters)
-        assert _releases(disk) == [] and _working_folders(disk) == [], size_kib
-        assert _used_kib(disk) <= 8, f"{_used_kib(disk)} KiB left behind on a {size_kib} KiB disk"
-    subprocess.run(["mount", "-o", f"remount,size={4 * sum(sizes.values()) // 1024}k", str(disk)])
-    outcome = release_flow(parameters)
-    assert outcome["published"] and len(_releases(disk)) == 1
-    assert _working_folders(disk) == []
+    assert working_folders(output) == []
+    assert [p.name for p in dataset_dir(output).iterdir()] == [release.name]
