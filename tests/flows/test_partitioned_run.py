@@ -171,3 +171,34 @@ def test_a_folder_of_parquet_parts_is_sized_by_its_metadata_and_a_dry_run_publis
     assert "gate: PASSED (" in out
     assert "dry run: release " in out and "verified, nothing published" in out
     assert list((out_dir / "adult").iterdir()) == []
+
+
+def test_l_diversity_and_t_closeness_hold_alike_on_both_paths(scaled_csv, tmp_path, capsys):
+    """The models the partitioned path accepts besides k (distinct 2-diversity and
+    0.3-closeness of the salary class, against the input's distribution counted in one more
+    pass) give the in-memory path's levels, suppression and measured levels."""
+    text = ADULT_POLICY.read_text().replace("../../shared", str(ADULT_POLICY.parents[2] / "shared"))
+    text = text.replace(
+        "  suppression_limit: 0.02\n",
+        "  suppression_limit: 0.02\n"
+        "  l_diversity: [{column: salary-class, l: 2}]\n"
+        "  t_closeness: [{column: salary-class, t: 0.3}]\n",
+    )
+    policy = tmp_path / "adult-lt.yaml"
+    policy.write_text(text)
+    manifests = {}
+    for engine in ("partitioned", "memory"):
+        out = tmp_path / engine
+        code = main(["run", str(policy), "--input", str(scaled_csv), "--output", str(out),
+                     "--engine", engine, "--release-date", "2026-11-26"])  # fmt: skip
+        assert code == 0, capsys.readouterr().err
+        (folder,) = (out / "adult").iterdir()
+        manifests[engine] = json.loads((folder / "manifest.json").read_text())
+    part, mem = manifests["partitioned"], manifests["memory"]
+    assert part["engine"]["path"] == "partitioned" and "engine" not in mem
+    assert part["transformation"] == mem["transformation"]
+    assert part["metrics"]["suppressed"] == mem["metrics"]["suppressed"]
+    achieved = part["gate"]["measurements"]["achieved"]
+    assert achieved == pytest.approx(mem["gate"]["measurements"]["achieved"])
+    assert achieved["distinct-2-diversity(salary-class)"] >= 2
+    assert achieved["0.3-closeness(salary-class, equal distance)"] <= 0.3
