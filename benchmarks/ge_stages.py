@@ -19,6 +19,10 @@ baseline checkout that has its own ``.venv``
 (``git worktree add --detach ../base <commit> && make -C ../base install``)::
 
     .venv/bin/python benchmarks/ge_stages.py --baseline ../base --repeat 5 [--write]
+
+With ``--flow-runs N`` each process instead runs the Adult release flow N times under Prefect's
+test harness (as the test suite runs flows) and reports the two expectation tasks' run times as
+the server recorded them, and the whole flow run's wall and CPU seconds (printed, not written).
 """
 
 from __future__ import annotations
@@ -106,9 +110,84 @@ def child(policy_path: str) -> dict:
     return out
 
 
-def _run_child(checkout: Path) -> dict:
+def flow_child(runs: int) -> list[dict]:
+    """One process: the Adult release flow ``runs`` times; the expectation tasks' run times."""
+    import datetime
+
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.testing.utilities import prefect_test_harness
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def task_times(flow_run_id: str) -> dict[str, float]:
+        async with get_client() as client:
+            found = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+            )
+        return {
+            t.name.rsplit("-", 1)[0]: t.total_run_time.total_seconds()
+            for t in found
+            if "expectations" in t.name
+        }
+
+    out = []
+    with prefect_test_harness(server_startup_timeout=600), tempfile.TemporaryDirectory() as tmp:
+        from privgate.flows.parameters import ReleaseParameters
+        from privgate.flows.release import release_flow
+
+        for i in range(runs):
+            wall, cpu = time.perf_counter(), time.process_time()
+            state = release_flow(
+                ReleaseParameters(
+                    policy_path=str(Path.cwd() / "policies" / "adult.yaml"),
+                    release_date=datetime.date(2026, 1, 1 + i),
+                    overrides={"output.directory": f"{tmp}/{i}"},
+                ),
+                return_state=True,
+            )
+            assert state.is_completed(), state
+            out.append(
+                {
+                    "flow": {
+                        "wall": time.perf_counter() - wall,
+                        "cpu": time.process_time() - cpu,
+                    },
+                    "tasks": run_coro_as_sync(task_times(state.state_details.flow_run_id)),
+                }
+            )
+    return out
+
+
+def _flow_table(base: list[list[dict]], cand: list[list[dict]]) -> list[str]:
+    """Run 1 of each process (Great Expectations imported in it) apart from the later runs."""
+    lines = [
+        "| run in the process | measure | baseline (s) | candidate (s) | ratio |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for label, pick in (("first", slice(0, 1)), ("later", slice(1, None))):
+        for measure in ("input-expectations", "release-expectations", "flow wall", "flow CPU"):
+
+            def values(processes: list[list[dict]], measure: str = measure, pick=pick) -> list:
+                runs = [r for p in processes for r in p[pick]]
+                if measure.startswith("flow"):
+                    return [r["flow"]["wall" if measure == "flow wall" else "cpu"] for r in runs]
+                return [r["tasks"][measure] for r in runs]
+
+            b, c = statistics.median(values(base)), statistics.median(values(cand))
+            lines.append(f"| {label} | {measure} | {b:.2f} | {c:.2f} | {c / b:.2f} |")
+    return lines
+
+
+def _run_child(checkout: Path, flow_runs: int = 0) -> dict | list:
+    with tempfile.TemporaryDirectory(prefix="ge_stages_prefect_") as home:
+        return _run_child_in(checkout, flow_runs, home)
+
+
+def _run_child_in(checkout: Path, flow_runs: int, prefect_home: str) -> dict | list:
     env = {
         **os.environ,
+        "PREFECT_HOME": prefect_home,  # a fresh one per process, never the user's
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "GX_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
         "OMP_NUM_THREADS": "1",
@@ -118,8 +197,11 @@ def _run_child(checkout: Path) -> dict:
         [
             str(checkout / ".venv" / "bin" / "python"),
             str(Path(__file__).resolve()),
-            "--child",
-            str(checkout / "policies" / "adult.yaml"),
+            *(
+                ["--flow-child", str(flow_runs)]
+                if flow_runs
+                else ["--child", str(checkout / "policies" / "adult.yaml")]
+            ),
         ],
         cwd=checkout,
         env=env,
@@ -166,12 +248,17 @@ def _table(base: list[dict], cand: list[dict]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", metavar="POLICY", help=argparse.SUPPRESS)
+    parser.add_argument("--flow-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--flow-runs", type=int, default=0, help="release flow runs per process")
     parser.add_argument("--baseline", type=Path, help="a checkout of the baseline commit")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--write", action="store_true", help="record the table in BENCHMARKS.md")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child)))
+        return
+    if args.flow_child:
+        print(json.dumps(flow_child(args.flow_child)))
         return
     if args.baseline is None:
         parser.error("--baseline is required")
@@ -180,10 +267,15 @@ def main() -> None:
     base: list[dict] = []
     cand: list[dict] = []
     for i in range(args.repeat):
-        base.append(_run_child(baseline))
-        cand.append(_run_child(REPO_ROOT))
+        base.append(_run_child(baseline, args.flow_runs))
+        cand.append(_run_child(REPO_ROOT, args.flow_runs))
         print(f"repeat {i + 1}/{args.repeat} done", file=sys.stderr)
     after = load_average()
+    if args.flow_runs:
+        loads = ["/".join(f"{x:.2f}" for x in load) for load in (before, after)]
+        print(f"load average {loads[0]} before, {loads[1]} after")
+        print("\n".join(_flow_table(base, cand)))
+        return
 
     def head(path: Path) -> str:
         return subprocess.run(
