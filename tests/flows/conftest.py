@@ -1,8 +1,11 @@
-"""Flow tests run against the session's Prefect test server (``prefect_harness``)."""
+"""Flow tests run against the session's Prefect test server (``prefect_harness``); the
+end-to-end files (``test_server_*.py``) also start a real server and ``privgate serve`` of their
+own (``server``, ``served``: :mod:`e2e_server`)."""
 
 from __future__ import annotations
 
 import pytest
+from e2e_server import served, server  # noqa: F401 - fixtures of the end-to-end files
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,288 @@
+"""A real Prefect server and ``privgate serve`` against it, for the end-to-end files
+(``tests/flows/test_server_e2e.py`` and ``test_server_crash.py``): the fixtures ``server`` and
+``served`` (module-scoped, so each file has its own server, home and database, and the two files
+can run on different pytest-xdist workers), and what a user does through the API or the UI.
+
+Only Prefect's *timing* settings differ from production, never the mechanism: the serving
+process looks for runs to start every :data:`POLL_SECONDS` instead of Prefect's default 10 s
+(each run created from the UI or retried waited up to 10 s, 5 s on average, before it started;
+the tests create eleven). The heartbeat (30 s) and the crash window (40 s) are already the
+shortest that Prefect and privgate accept.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOYMENT = "privgate-release/adult-nightly"
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+#: Seconds between the serving process's queries for runs to start
+#: (``PREFECT_RUNNER_POLL_FREQUENCY``; Prefect's default, the production one, is 10).
+POLL_SECONDS = 1
+
+#: The crash window of the served deployments in these tests (the default is 120 s; privgate
+#: accepts no less than heartbeat + 10 s = 40 s): a killed run is marked Crashed at most
+#: heartbeat (30 s) + this + 5 s after it died.
+CRASH_AFTER = 40
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait(predicate, timeout: float, what: str, interval: float = 0.5):
+    """Poll ``predicate`` until it returns something true; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM a process group (SIGKILL if it does not end)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A real `prefect server` on a free loopback port, with its own home and database."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = free_port()
+    env = dict(
+        os.environ,
+        PREFECT_HOME=str(home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        DO_NOT_TRACK="1",
+        PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
+        PREFECT_LOCAL_STORAGE_PATH=str(home / "results"),
+        PREFECT_UI_ENABLED="true",
+        PRIVGATE_DATA_DIR=str(home / "privgate-data"),  # the served runs' ε ledger
+        PREFECT_RUNNER_POLL_FREQUENCY=str(POLL_SECONDS),  # read by `privgate serve`
+    )
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    log = open(home / "server.log", "w")  # noqa: SIM115 - closed in teardown
+    process = subprocess.Popen(
+        [prefect, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    api = f"http://127.0.0.1:{port}/api"
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{api}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait(healthy, 300, "the Prefect server")
+        yield {"api": api, "env": env, "home": home, "port": port}
+    finally:
+        stop(process)
+        log.close()
+
+
+class Serving:
+    """`privgate serve policies/adult.yaml` running against the server; it can be killed
+    (with the flow-run processes it started: they share its process group) and started again."""
+
+    def __init__(self, server: dict, output: Path) -> None:
+        self.server, self.output = server, output
+        self.log = server["home"] / "serve.log"
+        self.process: subprocess.Popen | None = None
+        self.deployment: dict = {}
+
+    def start(self) -> None:
+        with open(self.log, "a") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "privgate.flows.cli", "serve", "policies/adult.yaml",
+                 "--output", str(self.output), "--crash-after", str(CRASH_AFTER)],
+                cwd=REPO, env=self.server["env"], stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        api = self.server["api"]
+
+        def deployment():
+            r = httpx.get(f"{api}/deployments/name/{DEPLOYMENT}", timeout=5)
+            return r.json() if r.status_code == 200 else None
+
+        # On the first start the deployment appears once serving began (after the crash
+        # automation was set up); a restart finds it at once and picks up runs when ready.
+        self.deployment = wait(deployment, 120, "the served deployment")
+
+    def kill(self) -> None:
+        """SIGKILL the serving process and every flow-run process it started: a host crash."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+
+
+@pytest.fixture(scope="module")
+def served(server, tmp_path_factory):
+    serving = Serving(server, tmp_path_factory.mktemp("releases"))
+    try:
+        serving.start()
+        yield serving
+    finally:
+        serving.stop()
+
+
+def create_run(api: str, deployment_id: str, json: dict, timeout: float = 10) -> httpx.Response:
+    """What the UI's Run button sends. A busy server may answer 503 for a moment (its SQLite
+    database locked by the scheduler): the UI shows an error and the user clicks again."""
+    deadline = time.monotonic() + 60
+    while True:
+        response = httpx.post(
+            f"{api}/deployments/{deployment_id}/create_flow_run", json=json, timeout=timeout
+        )
+        if response.status_code != 503 or time.monotonic() > deadline:
+            return response
+        time.sleep(2)
+
+
+def run_state(api: str, run_id: str) -> dict:
+    return httpx.get(f"{api}/flow_runs/{run_id}", timeout=5).json()
+
+
+def wait_terminal(api: str, run_id: str, timeout: float = 240) -> dict:
+    def done():
+        run = run_state(api, run_id)
+        return run if run["state"]["type"] in TERMINAL else None
+
+    return wait(done, timeout, f"flow run {run_id} to finish", interval=0.5)
+
+
+def task_runs(api: str, run_id: str) -> list[dict]:
+    body = {"flow_runs": {"id": {"any_": [run_id]}}, "sort": "EXPECTED_START_TIME_ASC"}
+    return httpx.post(f"{api}/task_runs/filter", json=body, timeout=10).json()
+
+
+def retry_from_the_cli(server: dict, run_id: str) -> None:
+    """`prefect flow-run retry RUN_ID`, as the data owner types it."""
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    subprocess.run(
+        [prefect, "flow-run", "retry", run_id], env=server["env"], check=True,
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+
+
+def write_policy(path: Path, max_loss: float) -> None:
+    """Adult's policy with absolute paths and a utility threshold on the total loss."""
+    import yaml
+
+    from privgate.core.policy import load_policy
+
+    data = load_policy(REPO / "policies" / "adult.yaml").model_dump(mode="json")
+    data["utility"] = {"clusters": [], "clustering": [], "thresholds": {"max_loss": max_loss}}
+    data["algorithm"] = {"name": "optimal"}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def write_dp_policy(
+    path: Path, output: Path, max_relative_noise: float, dataset: str = "adult-dp"
+) -> None:
+    """Adult's DP policy with absolute paths, a utility threshold, 4 rounds."""
+    import yaml
+
+    from privgate.core.policy import load_policy
+
+    data = load_policy(REPO / "policies" / "adult-dp.yaml").model_dump(mode="json")
+    data["dataset"] = dataset
+    data["differential_privacy"]["rounds"] = 4
+    data["utility"] = {"thresholds": {"max_relative_noise": max_relative_noise}}
+    data["output"]["directory"] = str(output)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+# --- the UI in Chromium ------------------------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+#: Screenshots a CI run keeps (the folder is ignored by git).
+ARTIFACTS = REPO / "test-artifacts"
+
+
+def browser_or_skip():
+    """Playwright driving Debian's Chromium; missing pieces skip locally and fail in CI."""
+    missing = []
+    if not Path(CHROMIUM).exists():
+        missing.append(f"{CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing.append("the playwright package")
+        sync_playwright = None
+    if missing:
+        message = "browser test needs " + " and ".join(missing)
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return sync_playwright
+
+
+def screenshot_failed_run(port: int, run_id: str, name: str) -> None:
+    """The failed run's page in Chromium, on its task-runs tab (kept in test-artifacts/)."""
+    sync_playwright = browser_or_skip()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
+            page.get_by_text("Failed").first.wait_for(timeout=30_000)
+            page.get_by_text("Task Runs", exact=True).first.click()
+            page.get_by_text("utility-gate").first.wait_for(timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+        finally:
+            browser.close()
+
+
+def retry_from_the_ui(port: int, run_id: str) -> None:
+    """Click Retry on the Crashed run's page, as an operator would (screenshots kept)."""
+    sync_playwright = browser_or_skip()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
+            page.get_by_text("Crashed").first.wait_for(timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / "ui-crashed-run.png"), full_page=True)
+            page.get_by_role("button", name="Retry", exact=True).click()
+            page.get_by_role("dialog").get_by_role("button", name="Retry", exact=True).click()
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(ARTIFACTS / "ui-crashed-run-retried.png"), full_page=True)
+        finally:
+            browser.close()
