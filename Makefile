@@ -20,8 +20,9 @@ help:
 	@echo 'make demo       the whole pipeline on built-in synthetic census data'
 	@echo 'make test       every test: what CI runs (-n 2, two pytest-xdist workers)'
 	@echo 'make test-fast  the inner loop: every test not marked slow (-m "not slow", -n 2)'
-	@echo '                slow = a Prefect server, the whole Adult table, a real dataset read whole,'
-	@echo '                a browser, child processes, JAX or an exhaustive reference (tests/conftest.py)'
+	@echo '                slow = a Prefect or PostgreSQL server, the adult fixture (whole Adult),'
+	@echo '                a browser, child processes, JAX, an exhaustive reference or a search'
+	@echo '                over another real dataset (tests/conftest.py)'
 	@echo 'make lint       ruff check and format check'
 	@echo 'make bench      the benchmarks (results in benchmarks/BENCHMARKS.md)'
 	@echo 'make lock       re-resolve the lock files after editing pyproject.toml'
@@ -59,8 +60,8 @@ test: install
 
 # The inner loop: the unit tests, on small tables; everything marked slow is left out (it still
 # runs in make test and CI), on two pytest-xdist workers. Every test that requests the Prefect
-# test server or the whole Adult table (the `adult` fixture and those built on it) is slow
-# (tests/conftest.py), others are marked by hand with the reason. Every test in tests/flows,
+# test server, the whole Adult table (the `adult` fixture and those built on it) or PostgreSQL
+# is slow (tests/conftest.py), others are marked by hand with the reason. Every test in tests/flows,
 # tests/tasks and tests/bad_inputs runs on the Prefect test server: those folders are not even
 # collected here (importing them costs each worker ~15 s).
 test-fast: install

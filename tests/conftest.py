@@ -233,20 +233,20 @@ def adult_mondrian_run(adult_run, adult) -> dict:
 
 
 #: A test requesting one of these fixtures is ``slow``: the session's Prefect test server
-#: (10-30 s to start per worker, seconds per flow run), and the whole Adult table (30,162 rows
+#: (10-30 s to start per worker, seconds per flow run), the whole Adult table (30,162 rows
 #: read and validated once per worker, then searched, released or scored by the test: 1-15 s
-#: each, 225 tests).
-SLOW_FIXTURES = frozenset({"prefect_harness", "adult"})
+#: each, 225 tests) and the PostgreSQL server (a child process per worker).
+SLOW_FIXTURES = frozenset({"prefect_harness", "adult", "postgres_url"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test that runs on the Prefect test server or on the whole Adult table
+    """Every test that runs on the Prefect test server, the whole Adult table or PostgreSQL
     (:data:`SLOW_FIXTURES`, also through fixtures built on them such as ``adult_k5``) is
     ``slow``. ``make test-fast`` (``-m "not slow"``) leaves them out: the inner loop is the unit
     tests, on small tables. ``make test`` and CI run every test. Other tests are marked ``slow``
     by hand, with the reason beside the mark, when they need child processes, a browser, JAX,
-    an exhaustive reference over many nodes or subsets, or a real dataset read whole (more
-    than ~2 s on their own).
+    a large sample of OpenDP noise, an exhaustive reference over many nodes or subsets, or a
+    search over a real dataset outside the ``adult`` fixture (more than ~2 s on their own).
 
     On pytest-xdist workers (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``)
     the files with slow tests are handed out first, so that a long file never starts last while
