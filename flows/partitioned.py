@@ -48,7 +48,7 @@ from privgate.core.gate import GateDecision
 from privgate.core.manifest import package_version, release_id_for
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import StagedRelease, discard, publish
-from privgate.core.report import REPORT_FILE
+from privgate.core.report import REPORT_FILE, blocked_report_path
 from privgate.core.scale import (
     GeneralizationPlan,
     frequency_stage,
@@ -211,21 +211,12 @@ def _release(parameters: ReleaseParameters, engine: dict) -> State:
         utility_decision = check_utility(
             utility, policy.utility.thresholds if policy.utility else None
         )
-        if not utility_decision.passed:
-            raise UtilityBlockedError(
-                f"utility gate blocked release {release_id}: {utility_decision.summary}",
-                utility_decision,
-            )
         staged = stage_folder(
             policy.output.directory, policy.dataset, release_id, policy.output.mode
         )
         try:
             write_task(plan, policy, setup, staged)
             decision = verify_task(staged, setup, n_rows, reference)
-            if not decision.passed:
-                raise GateBlockedError(
-                    f"gate blocked release {release_id}: {decision.summary}", decision
-                )
             metrics = {
                 "algorithm": facts["algorithm"],
                 "input_rows": n_rows,
@@ -250,7 +241,10 @@ def _release(parameters: ReleaseParameters, engine: dict) -> State:
                 },
                 "release": "not run on the partitioned path (the gate re-reads every row)",
             }
-            status = "dry-run" if parameters.dry_run else "published"
+            passed = decision.passed and utility_decision.passed
+            status = "dry-run" if parameters.dry_run else ("published" if passed else "blocked")
+            if not passed:  # a blocked run leaves its report, as the release flow's does
+                raise _blocked(policy, release_id, decision, utility_decision, manifest, status)
             written = write_text_synced(
                 staged.staging_dir / REPORT_FILE, partitioned_report(manifest, status)
             )
@@ -281,6 +275,32 @@ def _release(parameters: ReleaseParameters, engine: dict) -> State:
         else f"gate {decision.summary}; published {outcome_path}"
     )
     return Completed(message=outcome["message"], data=outcome)
+
+
+def _blocked(
+    policy: ReleasePolicy,
+    release_id: str,
+    decision: GateDecision,
+    utility_decision: UtilityDecision,
+    manifest: dict,
+    status: str,
+) -> PrivgateError:
+    """The refusal of a blocked release, its report written to
+    ``<output>/<dataset>/blocked/<release-id>/report.html`` (not for a dry run)."""
+    error: GateBlockedError | UtilityBlockedError
+    if not decision.passed:
+        error = GateBlockedError(f"gate blocked release {release_id}: {decision.summary}", decision)
+    else:
+        error = UtilityBlockedError(
+            f"utility gate blocked release {release_id}: {utility_decision.summary}",
+            utility_decision,
+        )
+    if status != "dry-run":
+        path = blocked_report_path(policy.output.directory, policy.dataset, release_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_synced(path, partitioned_report(manifest, "blocked"))
+        error.report_path = str(path)
+    return error
 
 
 def _manifest(

@@ -209,6 +209,7 @@ def partitioned_report(manifest: Mapping[str, object], status: str) -> str:
     and why, the validation sample, the gate, the levels, the loss, and what this path does not
     measure."""
     gate = manifest["gate"]
+    utility_gate = manifest["utility_gate"]
     metrics = manifest["metrics"]
     expectations = manifest.get("expectations", {}).get("input", {})
     sample = expectations.get("sample")
@@ -231,6 +232,9 @@ def partitioned_report(manifest: Mapping[str, object], status: str) -> str:
             {k: v for k, v in gate["measurements"].items() if not isinstance(v, dict | list)}
         )
         + "</table>",  # fmt: skip
+        "<h2>Utility gate (loss limits, on the frequency set)</h2>",
+        f"<p>{'PASSED' if utility_gate['passed'] else 'BLOCKED'}: "
+        f"{html.escape('; '.join(utility_gate['reasons']) or 'every limit holds')}</p>",
         "<h2>Input validation</h2>",
         f"<p>Schema (pandera) and the input suite ({html.escape(str(expectations.get('suite')))}"
         f"): {expectations.get('evaluated')} expectations, {expectations.get('failed')} failed, "

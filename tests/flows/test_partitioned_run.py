@@ -7,6 +7,8 @@ nightly table takes by default.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -38,10 +40,17 @@ def scaled_csv(shared_data, tmp_path_factory) -> Path:
     return path
 
 
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["run", str(ADULT_POLICY), "--release-date", "2026-11-26", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+def _main(*args: str) -> tuple[int, str, str]:
+    """``privgate ARGS`` in this process, its output captured without capsys: Prefect's
+    console log handler must not be bound to a per-test stream that pytest closes."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    return _main("run", str(ADULT_POLICY), "--release-date", "2026-11-26", *args)
 
 
 def _release_rows(frame: pd.DataFrame) -> list[tuple]:
@@ -50,7 +59,7 @@ def _release_rows(frame: pd.DataFrame) -> list[tuple]:
 
 
 def test_above_the_threshold_run_takes_the_partitioned_path_and_publishes_the_same_release(
-    scaled_csv, tmp_path, capsys, monkeypatch
+    scaled_csv, tmp_path, monkeypatch
 ):
     """The auto path's release is verified on its written parts and equals the in-memory
     path's: the same levels, suppressed records, rows (up to order), loss and precision; the
@@ -59,7 +68,7 @@ def test_above_the_threshold_run_takes_the_partitioned_path_and_publishes_the_sa
 
     monkeypatch.setenv("PRIVGATE_PARTITIONED_MIN_ROWS", "50000")
     monkeypatch.setenv("PRIVGATE_EXPECTATIONS_MAX_ROWS", "20000")
-    code, out, _ = _run(capsys, "--input", str(scaled_csv), "--output", str(tmp_path / "auto"))
+    code, out, _ = _run("--input", str(scaled_csv), "--output", str(tmp_path / "auto"))
     assert code == 0, out
     engine_line = out.splitlines()[0]
     assert engine_line.startswith("engine: partitioned path (")
@@ -78,7 +87,7 @@ def test_above_the_threshold_run_takes_the_partitioned_path_and_publishes_the_sa
     assert "a seeded random sample of 20,000 of 60,000 rows (seed 0)" in report
 
     code, out, _ = _run(
-        capsys, "--input", str(scaled_csv), "--output", str(tmp_path / "mem"), "--engine", "memory"
+        "--input", str(scaled_csv), "--output", str(tmp_path / "mem"), "--engine", "memory"
     )
     assert code == 0, out
     assert out.splitlines()[0] == "engine: in-memory path (--engine memory)"
@@ -106,7 +115,7 @@ def test_above_the_threshold_run_takes_the_partitioned_path_and_publishes_the_sa
 
 
 def test_a_policy_the_partitioned_path_cannot_honour_is_refused_before_prefect_starts(
-    scaled_csv, tmp_path, capsys, monkeypatch
+    scaled_csv, tmp_path, monkeypatch
 ):
     import privgate.flows.release as release_module
 
@@ -120,8 +129,7 @@ def test_a_policy_the_partitioned_path_cannot_honour_is_refused_before_prefect_s
     text = text.replace("../../shared", str(ADULT_POLICY.parents[2] / "shared"))
     text = text.replace("directory: ../releases", f"directory: {tmp_path / 'out'}")
     policy.write_text(text)
-    code = main(["run", str(policy), "--input", str(scaled_csv)])
-    err = capsys.readouterr().err
+    code, _, err = _main("run", str(policy), "--input", str(scaled_csv))
     assert code == 2
     assert "cannot honour algorithm.name mondrian" in err
     assert "--engine memory" in err and "PRIVGATE_PARTITIONED_MIN_ROWS" in err
@@ -129,7 +137,7 @@ def test_a_policy_the_partitioned_path_cannot_honour_is_refused_before_prefect_s
 
 
 def test_an_invalid_value_stops_the_partitioned_run_before_anything_is_written(
-    scaled_csv, tmp_path, capsys, monkeypatch
+    scaled_csv, tmp_path, monkeypatch
 ):
     """The schema runs on the partitioned path too: a salary class outside the declared
     categories (a sensitive cell, which the search and the gate accept) stops the run with
@@ -141,7 +149,7 @@ def test_an_invalid_value_stops_the_partitioned_run_before_anything_is_written(
     lines[4001] = ";".join(fields)
     bad = tmp_path / "bad.csv"
     bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    code, out, err = _run(capsys, "--input", str(bad), "--output", str(tmp_path / "out"))
+    code, out, err = _run("--input", str(bad), "--output", str(tmp_path / "out"))
     assert code == 2, err
     assert out.startswith("engine: partitioned path")
     assert "salary-class" in err and "'maybe'" in err and "4000" in err
@@ -149,7 +157,7 @@ def test_an_invalid_value_stops_the_partitioned_run_before_anything_is_written(
 
 
 def test_a_folder_of_parquet_parts_is_sized_by_its_metadata_and_a_dry_run_publishes_nothing(
-    shared_data, tmp_path, capsys, monkeypatch
+    shared_data, tmp_path, monkeypatch
 ):
     """`--input FOLDER` of Parquet parts (scaled Adult as `privgate.core.scaled_adult` writes
     it) is read as Parquet; its exact row count comes from the parts' metadata; a dry run
@@ -160,9 +168,7 @@ def test_a_folder_of_parquet_parts_is_sized_by_its_metadata_and_a_dry_run_publis
     table = write_scaled_adult(45_000, tmp_path / "parts", rows_per_part=20_000)
     monkeypatch.setenv("PRIVGATE_PARTITIONED_MIN_ROWS", "40000")
     out_dir = tmp_path / "out"
-    code, out, err = _run(
-        capsys, "--input", str(table.folder), "--output", str(out_dir), "--dry-run"
-    )
+    code, out, err = _run("--input", str(table.folder), "--output", str(out_dir), "--dry-run")
     assert code == 0, err
     assert out.splitlines()[0].startswith(
         "engine: partitioned path (45,000 rows (Parquet metadata of 3 file(s)) >= "
@@ -173,7 +179,7 @@ def test_a_folder_of_parquet_parts_is_sized_by_its_metadata_and_a_dry_run_publis
     assert list((out_dir / "adult").iterdir()) == []
 
 
-def test_l_diversity_and_t_closeness_hold_alike_on_both_paths(scaled_csv, tmp_path, capsys):
+def test_l_diversity_and_t_closeness_hold_alike_on_both_paths(scaled_csv, tmp_path):
     """The models the partitioned path accepts besides k (distinct 2-diversity and
     0.3-closeness of the salary class, against the input's distribution counted in one more
     pass) give the in-memory path's levels, suppression and measured levels."""
@@ -189,9 +195,9 @@ def test_l_diversity_and_t_closeness_hold_alike_on_both_paths(scaled_csv, tmp_pa
     manifests = {}
     for engine in ("partitioned", "memory"):
         out = tmp_path / engine
-        code = main(["run", str(policy), "--input", str(scaled_csv), "--output", str(out),
-                     "--engine", engine, "--release-date", "2026-11-26"])  # fmt: skip
-        assert code == 0, capsys.readouterr().err
+        args = ["--input", str(scaled_csv), "--output", str(out), "--engine", engine]
+        code, _, err = _main("run", str(policy), "--release-date", "2026-11-26", *args)
+        assert code == 0, err
         (folder,) = (out / "adult").iterdir()
         manifests[engine] = json.loads((folder / "manifest.json").read_text())
     part, mem = manifests["partitioned"], manifests["memory"]
@@ -202,3 +208,25 @@ def test_l_diversity_and_t_closeness_hold_alike_on_both_paths(scaled_csv, tmp_pa
     assert achieved == pytest.approx(mem["gate"]["measurements"]["achieved"])
     assert achieved["distinct-2-diversity(salary-class)"] >= 2
     assert achieved["0.3-closeness(salary-class, equal distance)"] <= 0.3
+
+
+def test_a_blocked_partitioned_release_leaves_its_report_and_publishes_nothing(
+    scaled_csv, tmp_path
+):
+    """A loss limit the release cannot meet (utility.thresholds.max_loss, counted on the
+    frequency set) blocks it after the gate, as in the release flow: exit 3, the report at
+    <output>/<dataset>/blocked/<release-id>/report.html naming the limit, no release."""
+    text = ADULT_POLICY.read_text().replace("../../shared", str(ADULT_POLICY.parents[2] / "shared"))
+    policy = tmp_path / "adult-strict.yaml"
+    policy.write_text(text + "\nutility:\n  clusters: []\n  thresholds: {max_loss: 0.01}\n")
+    out = tmp_path / "out"
+    code, stdout, stderr = _main("run", str(policy), "--input", str(scaled_csv), "--output",
+                                 str(out), "--engine", "partitioned", "--release-date",
+                                 "2026-11-26")  # fmt: skip
+    assert code == 3, stderr
+    assert "utility gate blocked release" in stderr and "max_loss" in stderr
+    (report,) = (out / "adult" / "blocked").glob("*/report.html")
+    assert f"report: {report}" in stdout
+    html = report.read_text()
+    assert "blocked" in html and "max_loss" in html and "Privacy gate" in html
+    assert [p.name for p in (out / "adult").iterdir()] == ["blocked"]
