@@ -11,7 +11,9 @@ The report is built once (ARX Adult, k = 5 with 2 % suppression, distinct 2-dive
 0.3-closeness on ``salary-class``, two classifiers and two clusterings: the report tests'
 release) with this checkout and pickled; both checkouts render the same object, so only the
 rendering differs. With ``--pytest`` it also runs the report test files in each checkout
-(niced, alternating) and reports their durations.
+(niced, alternating) and reports their durations; with ``--run`` it runs ``privgate run
+policies/adult.yaml`` from each checkout against one running Prefect server (alternating, as
+``cli_run_compare.py`` does) and reports the report stage as the server recorded it.
 
 Run from the repository root, with a baseline checkout that has its own ``.venv``
 (``git worktree add --detach ../base <commit> && make -C ../base install``)::
@@ -145,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", type=Path, required=True, help="baseline checkout")
     parser.add_argument("--repeat", type=int, default=5, help="fresh processes per checkout")
     parser.add_argument("--pytest", type=int, default=0, help="runs of each report test file")
+    parser.add_argument("--run", type=int, default=0, help="privgate runs per checkout")
     parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
     args = parser.parse_args(argv)
     checkouts = {"baseline": args.baseline.resolve(), "candidate": REPO_ROOT}
@@ -167,11 +170,62 @@ def main(argv: list[str] | None = None) -> None:
                 print(
                     name, test_file, *(f"{v:.1f}" for v in tests[name, test_file][-1]), flush=True
                 )
+    stages = _run_stages(checkouts, args.run) if args.run else {}
     load_after = load_average()
     text = _section(args, checkouts, runs, tests, load_before, load_after)
+    text += _stage_table(stages)
     print(text)
     if args.write:
         upsert_section(BENCHMARKS_MD, SECTION_HEADING, text)
+
+
+def _run_stages(checkouts: dict[str, Path], repeat: int) -> dict[str, list[tuple]]:
+    """Per checkout: (wall, CPU seconds, report stage, flow run) of each ``privgate run``
+    against one running server, the stages as the server recorded them."""
+    import shutil
+
+    from cli_run import _env, _last_run_phases, _start_server, _stop_server
+    from cli_run_compare import _one_run
+
+    out: dict[str, list[tuple]] = {name: [] for name in checkouts}
+    work = Path(tempfile.mkdtemp(prefix="privgate-report-run-"))
+    try:
+        _one_run(REPO_ROOT, work / "out" / "warm", "2025-12-31", _env(work))  # Prefect home
+        server, api = _start_server(work)
+        try:
+            for i in range(repeat):
+                order = list(checkouts) if i % 2 == 0 else list(checkouts)[::-1]
+                for j, name in enumerate(order):
+                    date = f"2026-02-{1 + 2 * i + j:02d}"
+                    wall, cpu, *_ = _one_run(checkouts[name], work / "out" / f"{name}-{i}",
+                                             date, _env(work, api))  # fmt: skip
+                    phases = _last_run_phases(api)
+                    out[name].append((wall, cpu, phases["stage report"], phases["flow run"]))
+                    print(name, *(f"{v:.2f}" for v in out[name][-1]), flush=True)
+        finally:
+            _stop_server(server)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _stage_table(stages: dict[str, list[tuple]]) -> str:
+    if not stages:
+        return ""
+    lines = [
+        "",
+        f"`privgate run policies/adult.yaml` against one running Prefect server, "
+        f"{len(stages['baseline'])} runs per checkout, alternating (`--run`); medians:",
+        "",
+        "| privgate run | baseline (s) | candidate (s) | candidate / baseline |",
+        "|---|---:|---:|---:|",
+    ]
+    for i, label in enumerate(("wall", "CPU (process tree)", "stage report (server)",
+                               "flow run (server)")):  # fmt: skip
+        b = _median(r[i] for r in stages["baseline"])
+        c = _median(r[i] for r in stages["candidate"])
+        lines.append(f"| {label} | {b:.2f} | {c:.2f} | {c / b:.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def _median(values) -> float:
@@ -195,6 +249,7 @@ def _section(args, checkouts, runs, tests, load_before, load_after) -> str:
         f".venv/bin/python benchmarks/report_render.py --baseline {args.baseline} "
         f"--repeat {args.repeat}"
         + (f" --pytest {args.pytest}" if args.pytest else "")
+        + (f" --run {args.run}" if args.run else "")
         + " --write",
         "```",
         "",
