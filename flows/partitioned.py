@@ -69,7 +69,7 @@ from privgate.core.utility import UtilityDecision, UtilityReport, check_utility
 from privgate.flows.parameters import ReleaseParameters
 from privgate.tasks.expectations import input_expectations_task
 from privgate.validations.expectations import ExpectationSample, expectation_sample, report
-from privgate.validations.schema import input_warnings, validate_input
+from privgate.validations.schema import input_warnings, validate_distinct_values, validate_input
 
 __all__ = ["partitioned_release_flow"]
 
@@ -195,6 +195,13 @@ def _release(parameters: ReleaseParameters, engine: dict) -> State:
         freq, reference = frequency_task(policy, setup)
         n_rows = freq.table.n_rows
         sample, validated, warnings = validate_sample_task(policy, setup, n_rows)
+        # The sensitive columns the models count are in the frequency set, every row of them:
+        # a bad value there (outside the sample) would count as one more sensitive value.
+        validate_distinct_values(
+            {name: freq.table.sensitive_values[name] for name in setup.sensitive},
+            policy,
+            where=", among the sensitive values of every row",
+        )
         for warning in warnings:
             log.warning("validate: %s", warning)
         suite = input_expectations_task(

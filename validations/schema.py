@@ -14,7 +14,7 @@ both a :class:`SchemaValidationError` and a :class:`HierarchyError`.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import pandera.pandas as pa
@@ -36,6 +36,7 @@ __all__ = [
     "build_input_schema",
     "input_warnings",
     "validate_columns",
+    "validate_distinct_values",
     "validate_input",
 ]
 
@@ -324,6 +325,49 @@ def validate_input(
     except SchemaError as exc:  # raised instead of SchemaErrors for some table-level checks
         raise SchemaValidationError(f"input does not match the policy: {exc}") from None
     return _nfc(validated[list(policy.columns)])
+
+
+def validate_distinct_values(
+    values: Mapping[str, Sequence[object]],
+    policy: ReleasePolicy,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    where: str = "",
+) -> None:
+    """The policy's checks of some columns on their distinct values (``None``: a missing cell).
+
+    Why: a path that validates a sample of the rows (the partitioned one) still holds every
+    row's distinct values of the quasi-identifiers and the sensitive columns in its frequency
+    set. A sensitive value is released as it is, so a bad one (outside the declared categories
+    or range, or missing where the column is not nullable) must stop the run wherever it is,
+    not only when the sample happens to hold it.
+
+    Raises
+    ------
+    SchemaValidationError
+        Naming each failing value of each column (``where`` says which rows were read).
+    """
+    schema = build_input_schema(policy, hierarchies)
+    problems = []
+    for name, distinct in values.items():
+        column = pa.DataFrameSchema({name: schema.columns[name]})
+        frame = pd.DataFrame({name: pd.array(list(distinct), dtype="string")})
+        try:
+            column.validate(frame, lazy=True)
+        except SchemaErrors as exc:
+            failures = _clean(exc.failure_cases)
+            for row in failures.itertuples(index=False):
+                case = "missing" if pd.isna(row.failure_case) else _quote(row.failure_case)
+                problems.append(f"column {name!r}: {case} fails {row.check}")
+    if problems:
+        shown = "; ".join(problems[:_QUOTED_FAILURES])
+        more = (
+            f"; ... and {len(problems) - _QUOTED_FAILURES} more"
+            if len(problems) > _QUOTED_FAILURES
+            else ""
+        )
+        raise SchemaValidationError(
+            f"input does not match the policy ({len(problems)} problem(s){where}): {shown}{more}"
+        )
 
 
 def _nfc(frame: pd.DataFrame) -> pd.DataFrame:
