@@ -309,13 +309,17 @@ def _measurement(columns, keys, config: SyntheticConfig, rho: float, estimator=N
     domain = dp.lazyframe_domain(series)
     metric = dp.frame_distance(dp.symmetric_distance())
     d_in = [dp.polars.Bound(per_group=1)]  # one record added or removed
-    fit = {"estimator": estimator} if estimator is not None else {}
-    if config.method == "aim" and estimator is None:
-        # Same fit as OpenDP's default; the rounds' workload scores query the model in numpy
-        # instead of eager JAX compiled anew every round (_model_projection).
-        from privgate.core.dp._model_projection import numpy_projection_estimator
+    if estimator is None:
+        # OpenDP's fit where a model is read; its scores (AIM's workload, MST's pairs) query the
+        # model in numpy instead of eager JAX compiled anew for every shape; MST's last fit,
+        # which nobody reads, is skipped (_model_projection).
+        from privgate.core.dp import _model_projection
 
-        fit = {"estimator": numpy_projection_estimator}
+        if config.method == "mst":
+            estimator = _model_projection.mst_estimator
+        else:
+            estimator = _model_projection.numpy_projection_estimator
+    fit = {"estimator": estimator}
     if config.method == "mst":
         algorithm = dp.mbi.MST(measure_split=config.mst_measure_split, **fit)
     else:
@@ -488,14 +492,6 @@ def records_from_draw(
     return pd.DataFrame(out, columns=domains.columns), table, seed, dropped
 
 
-def _quick_fit(domain, loss_fn, *, potentials=None):
-    from mbi.estimation import mirror_descent
-
-    from privgate.core.dp._model_projection import with_numpy_projection
-
-    return with_numpy_projection(mirror_descent(domain, loss_fn, potentials=potentials, iters=1))
-
-
 def _runs_at(columns, keys, config: SyntheticConfig, rho: float) -> bool:
     """Whether OpenDP's measurement at ``rho`` completes, tried on an empty (public) table.
 
@@ -503,14 +499,17 @@ def _runs_at(columns, keys, config: SyntheticConfig, rho: float) -> bool:
     selection by one ulp at run time ("insufficient budget for query"), after the one-way
     marginals were already drawn: a draw lost and charged. The split depends on ρ and the
     columns only, never on the data, so a rehearsal on a table with no records (noise on
-    public data costs nothing) and a one-iteration fit finds such a ρ before anything private
-    is measured. AIM's later rounds depend on the data; the rehearsal covers its first ones.
+    public data costs nothing) with models that are not fitted (nobody reads them:
+    :func:`~privgate.core.dp._model_projection.unfitted_model`) finds such a ρ before anything
+    private is measured. AIM's later rounds depend on the data; the rehearsal covers its first ones.
     """
     import polars as pl
     from opendp.mod import OpenDPException
 
+    from privgate.core.dp._model_projection import unfitted_model
+
     empty = pl.LazyFrame({c: pl.Series(c, [], dtype=pl.String) for c in columns})
-    rehearsal, _ = _measurement(columns, keys, config, rho, estimator=_quick_fit)
+    rehearsal, _ = _measurement(columns, keys, config, rho, estimator=unfitted_model)
     try:
         rehearsal(empty)
     except OpenDPException as error:
@@ -552,10 +551,17 @@ def _mst_selection_fits(n_columns: int, rho: float, split: float) -> bool:
     return float(composition.map(1.0)) <= d_select
 
 
-def _mst_splits(n_columns: int, rho: float, split: float) -> list[float]:
-    """Measure splits to try, largest first: ``split`` and below in steps of 0.001 that fit."""
-    candidates = [round(split - 0.001 * i, 3) for i in range(int(round(split * 1000)))]
-    return [s for s in candidates if s > 0 and _mst_selection_fits(n_columns, rho, s)]
+def _mst_splits(n_columns: int, rho: float, split: float, first: int | None = None) -> list[float]:
+    """Measure splits to try, largest first: ``split`` and below in steps of 0.001 that fit
+    (only the ``first`` ones when given: each costs an OpenDP composition map)."""
+    found: list[float] = []
+    for i in range(int(round(split * 1000))):
+        candidate = round(split - 0.001 * i, 3)
+        if candidate > 0 and _mst_selection_fits(n_columns, rho, candidate):
+            found.append(candidate)
+            if first is not None and len(found) == first:
+                break
+    return found
 
 
 #: Public settings whose budget search this process keeps (see :func:`_budgeted_measurement`).
@@ -600,7 +606,7 @@ def _first_accepted_split(n_columns: int, rho: float, config: SyntheticConfig) -
     configured ones if none is accepted, or for AIM)."""
     if config.method != "mst":
         return config
-    splits = _mst_splits(n_columns, rho, config.mst_measure_split)
+    splits = _mst_splits(n_columns, rho, config.mst_measure_split, first=1)
     return dataclasses.replace(config, mst_measure_split=splits[0]) if splits else config
 
 
@@ -632,7 +638,7 @@ def _search_budget(columns, keys, config: SyntheticConfig):
                 return measurement, rho, epsilon, delta, config
         else:
             at_built_split = measurement, epsilon, delta
-            for split in _mst_splits(len(columns), rho, config.mst_measure_split)[:3]:
+            for split in _mst_splits(len(columns), rho, config.mst_measure_split, first=3):
                 candidate = dataclasses.replace(config, mst_measure_split=split)
                 if split == built.mst_measure_split:  # built and mapped above: same inputs
                     measurement, epsilon, delta = at_built_split

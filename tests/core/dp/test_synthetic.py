@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from recorded_measurements import recording_measurements
 
-from privgate.core.dp import synthetic
+from privgate.core.dp import _model_projection, synthetic
 from privgate.core.dp._accountant import Accountant, PrivacyParameterError
 from privgate.core.dp.journal import JournaledAccountant
 from privgate.core.dp.ledger import RESERVATION, BudgetLedger
@@ -79,16 +79,39 @@ def recorded_draw(adult, tmp_path_factory):
     ledger = BudgetLedger(f"sqlite:///{folder / 'ledger.sqlite'}")
     ledger.open_account("adult", 4.0, 1e-5)
     accountant = JournaledAccountant(ledger, "adult", "r1", "run-1", budget=(EPSILON, DELTA))
-    with recording_measurements() as seen:
-        result = synthesize(adult, DOMAINS, SyntheticConfig("mst", EPSILON, DELTA), accountant)
-        yield ledger, result, accountant, list(seen)
+    fits: list[list[tuple]] = []
+    estimator = _model_projection.mst_estimator
+
+    def recording(domain, loss_fn, *, potentials=None):
+        fits.append([m.clique for m in loss_fn])
+        return estimator(domain, loss_fn, potentials=potentials)
+
+    _model_projection.mst_estimator = recording
+    try:
+        with recording_measurements() as seen:
+            result = synthesize(adult, DOMAINS, SyntheticConfig("mst", EPSILON, DELTA), accountant)
+            yield ledger, result, accountant, list(seen), fits
+    finally:
+        _model_projection.mst_estimator = estimator
 
 
 @pytest.fixture(scope="module")
 def drawn(recorded_draw):
     """The module's MST release: (ledger, result)."""
-    ledger, result, _, _ = recorded_draw
+    ledger, result, _, _, _ = recorded_draw
     return ledger, result
+
+
+def test_mst_fits_the_model_it_selects_with_and_leaves_the_discarded_one(recorded_draw) -> None:
+    """Inside the charged draw, OpenDP's MST asks for two fits: on the one-way marginals (the
+    model that scores the pairs: fitted) and on every marginal (discarded: the release is
+    fitted from the journaled marginals by ``fit_model``, so it is not fitted). The rehearsals
+    on an empty table never fit (``unfitted_model``)."""
+    _, result, _, _, fits = recorded_draw
+    first, last = fits  # the draw's two; the rehearsal does not call MST's estimator
+    assert max(len(c) for c in first) == 1
+    tree = [tuple(m["columns"]) for m in result.marginals if len(m["columns"]) == 2]
+    assert {c for c in last if len(c) == 2} == set(tree)
 
 
 def test_the_charge_is_the_map_of_the_measurement_that_ran(recorded_draw) -> None:
@@ -100,7 +123,7 @@ def test_the_charge_is_the_map_of_the_measurement_that_ran(recorded_draw) -> Non
     map at one added or removed record, within the release's (ε, δ). AIM:
     ``test_synthetic_accounting.py``.
     """
-    _, result, accountant, runs = recorded_draw
+    _, result, accountant, runs, _ = recorded_draw
     rows = [height for height, _, _ in runs]
     private = result.owner["kept_rows"]
     assert rows[-1] == private and all(height == 0 for height in rows[:-1]), rows
