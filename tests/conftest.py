@@ -63,6 +63,11 @@ threadpool_limits(limits=1)
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO / ".pytest_cache" / "jax"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+# The MST/AIM budget searches (public settings only, each checked by OpenDP's privacy map before
+# use) are kept there too, for both workers and every `privgate run` child process.
+os.environ.setdefault(
+    "PRIVGATE_CALIBRATION_DIR", str(REPO / ".pytest_cache" / "privgate-calibration")
+)
 
 
 def _merge_forkserver_preloads() -> None:

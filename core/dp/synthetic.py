@@ -596,9 +596,49 @@ def _budgeted_measurement(columns, keys, config: SyntheticConfig):
 
 @functools.lru_cache(maxsize=_BUDGET_SEARCHES_KEPT)
 def _kept_search(setting: tuple):
-    """:func:`_search_budget` of a :func:`_public_setting`, kept for the process (LRU)."""
-    columns, keys, config = setting
-    return _search_budget(list(columns), {name: list(values) for name, values in keys}, config)
+    """:func:`_search_budget` of a :func:`_public_setting`, kept for the process (LRU) and,
+    when a directory is configured, on disk (:mod:`~privgate.core.dp._calibration`), where a
+    kept result is used only after :func:`_from_kept` checked it with OpenDP."""
+    from privgate.core.dp import _calibration
+
+    columns, keys, config = list(setting[0]), {n: list(v) for n, v in setting[1]}, setting[2]
+    document = _calibration.setting_document(columns, keys, config)
+    kept = _calibration.load(document)
+    if kept is not None:
+        found = _from_kept(columns, keys, config, *kept)
+        if found is not None:
+            return found
+    found = _search_budget(columns, keys, config)
+    _calibration.store(document, found[1], found[4].mst_measure_split)
+    return found
+
+
+def _from_kept(columns, keys, config: SyntheticConfig, rho: float, split: float):
+    """The measurement at a kept ``(rho, split)``, or None when they are not to be trusted.
+
+    Used only when they are values :func:`_search_budget` could have returned for this setting
+    (ρ at most the largest OpenDP's conversion accepts and within the search's 16 shrinking
+    steps of it; for MST, a split among the first three the public selection check accepts at
+    that ρ, :func:`_mst_splits`) and OpenDP's privacy map of the measurement rebuilt at them is
+    within ``(epsilon, delta)``. A kept file can therefore never lower the noise; it only
+    spares the search and its rehearsal.
+    """
+    largest = _rho_for(config.epsilon, config.delta)
+    if not largest * (1 - 2.0**-40) ** 17 <= rho <= largest:
+        return None
+    if config.method == "mst":
+        if split not in _mst_splits(len(columns), rho, config.mst_measure_split, first=3):
+            return None
+        chosen = dataclasses.replace(config, mst_measure_split=split)
+    elif split == config.mst_measure_split:
+        chosen = config
+    else:
+        return None
+    measurement, d_in = _measurement(columns, keys, chosen, rho)
+    epsilon, delta = (float(x) for x in measurement.map(d_in))
+    if not (epsilon <= config.epsilon and delta <= config.delta):
+        return None
+    return measurement, rho, epsilon, delta, chosen
 
 
 def _first_accepted_split(n_columns: int, rho: float, config: SyntheticConfig) -> SyntheticConfig:

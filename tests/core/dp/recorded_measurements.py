@@ -1,17 +1,19 @@
 """Record every OpenDP measurement a synthetic release builds and runs, for the accounting tests.
 
 :func:`privgate.core.dp.synthetic._budgeted_measurement` keeps one budget search per public
-setting. Inside :func:`recording_measurements` nothing kept is used (the search runs afresh and
-each measurement it builds is wrapped), and on leaving, the searches made with the wrappers are
-dropped, so no other test gets a spy.
+setting (in the process and, when configured, on disk: :mod:`privgate.core.dp._calibration`).
+Inside :func:`recording_measurements` nothing kept is used or kept on disk (the search runs
+afresh, rehearsal included, and each measurement it builds is wrapped), and on leaving, the
+searches made with the wrappers are dropped, so no other test gets a spy.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from privgate.core.dp import synthetic
+from privgate.core.dp import _calibration, synthetic
 
 
 class Recorded:
@@ -42,8 +44,11 @@ def recording_measurements() -> Iterator[list]:
 
     synthetic._kept_search.cache_clear()
     synthetic._measurement = recorded
+    on_disk = os.environ.pop(_calibration.ENVIRONMENT, None)
     try:
         yield seen
     finally:
         synthetic._measurement = original
         synthetic._kept_search.cache_clear()
+        if on_disk is not None:
+            os.environ[_calibration.ENVIRONMENT] = on_disk
