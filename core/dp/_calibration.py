@@ -21,11 +21,13 @@ a new search.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import math
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,15 @@ def store(document: dict, rho: float, split: float) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     path = _path(directory, document)
     text = json.dumps({"setting": document, "rho": rho, "mst_measure_split": split})
-    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    partial.write_text(text)
-    os.replace(partial, path)
+    # A fresh, exclusively created temporary file (mkstemp: O_EXCL, owner-only): a name known in
+    # advance could be a link planted by another user of a shared directory, and writing
+    # through it would overwrite whatever it points to.
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
