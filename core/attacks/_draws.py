@@ -2,12 +2,12 @@
 
 Each attempt of the attacker (:mod:`~privgate.core.attacks._singling_out`) draws a released
 row with ``rng.integers(n_rows)`` and its columns with ``rng.choice(n_columns, size=width,
-replace=False)``. Made one attempt at a time, these two calls cost more than everything else the
-attempt does once the predicates are evaluated in bulk (about 20 µs of 25 per attempt, and an
-attack may try 100,000 predicates). :class:`AttemptDraws` returns the same rows and columns for
-a whole block of attempts from one bulk read of the bit generator, and leaves the generator
-exactly where the per-attempt calls would have left it, so that every later draw of the attacks
-(the control-size correction, linkability, inference) stays the same.
+replace=False)``. Made one attempt at a time, these two calls cost about 12 µs of the 30 µs an
+attempt took (measured on Adult), more than everything else once the predicates are evaluated
+in bulk, and an attack may try 100,000 predicates. :class:`AttemptDraws` returns the same rows
+and columns for a whole block of attempts from one bulk read of the bit generator, and leaves
+the generator exactly where the per-attempt calls would have left it, so that every later draw
+of the attacks (the control-size correction, linkability, inference) stays the same.
 
 How numpy 2's ``Generator`` makes those draws on a ``PCG64`` bit generator (numpy's
 ``_generator.pyx`` and ``distributions.c``):
