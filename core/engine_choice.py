@@ -14,6 +14,7 @@ samples spread over the file (an estimate: quoted line breaks and uneven lines m
 threshold compares with the estimate; the partitioned flow itself counts every row.
 
 What the partitioned path cannot honour is refused, not downgraded (:func:`partitioned_blockers`):
+an input other than CSV with a header line or Parquet,
 differential privacy, a person key, attacks, a research subset, ranking, a release history,
 algorithms other than a single full-domain search, privacy models other than k-anonymity,
 l-diversity and t-closeness (the ones its gate is tested on), and utility measures that need the
@@ -163,8 +164,13 @@ def _estimate(policy: ReleasePolicy) -> RowEstimate | None:
 def partitioned_blockers(policy: ReleasePolicy) -> list[str]:
     """The policy's settings the partitioned path cannot honour, each named (empty: none)."""
     found = []
+    spec = policy.input
+    if spec.format not in ("csv", "parquet"):  # checked here, not when the flow reads it
+        found.append(f"input.format {spec.format} (the partitioned path reads csv and parquet)")
+    elif spec.format == "csv" and not spec.header:
+        found.append("input.header false (the partitioned path reads CSV with a header line)")
     if policy.is_differentially_private:
-        return ["differential_privacy (the DP branch runs in memory)"]
+        return [*found, "differential_privacy (the DP branch runs in memory)"]
     privacy = policy.privacy
     if privacy is not None:
         named = {
