@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import glob
 import os
+import secrets
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from dask.dataframe.utils import has_known_categories
@@ -133,11 +135,13 @@ def write_stage(
 ) -> Path:
     """Generalize every partition (``map_partitions``) and write them as Parquet parts.
 
-    The rows of every partition are permuted (``shuffle_seed`` reproduces an order in a test;
-    by default the permutation comes from the operating system's entropy).
+    Every row goes to a part drawn at random and each part is permuted (:func:`spread_rows`),
+    so neither a part nor a position in it tells where the row was in the input
+    (``shuffle_seed`` reproduces an order in a test; by default the draws come from the
+    operating system's entropy).
     """
     frame = read_input(policy.input, _needed_columns(setup), blocksize)
-    release = generalize_frame(frame, plan, shuffle_seed)
+    release = spread_rows(generalize_frame(frame, plan, shuffle_seed), shuffle_seed)
     staging = Path(staging)
     release.to_parquet(
         str(staging),
@@ -147,6 +151,36 @@ def write_stage(
         schema=_unknown_categories_schema(release),
     )
     return staging
+
+
+_PART = "__privgate_part"
+
+
+def spread_rows(release, shuffle_seed: int | None = None):
+    """Every released row moved to a part drawn uniformly at random, then each part permuted.
+
+    Why: the in-memory path publishes its rows in a random order ("the order reveals nothing");
+    generalizing partition by partition keeps each input block in one part, so a part's number
+    told where in the input its rows were (an input sorted by age put a few years of ages in
+    each part, finer than the released bands: review8 F4). Part numbers are drawn from the
+    operating system's entropy unless ``shuffle_seed`` reproduces them (tests).
+    """
+    root = secrets.randbits(64) if shuffle_seed is None else shuffle_seed
+    n = release.npartitions
+
+    def tag(part: pd.DataFrame, partition_info=None) -> pd.DataFrame:
+        number = partition_info["number"] if partition_info else 0
+        draw = np.random.default_rng([root, number, 1]).integers(0, n, len(part))
+        return part.assign(**{_PART: draw})
+
+    def mix(part: pd.DataFrame, partition_info=None) -> pd.DataFrame:
+        number = partition_info["number"] if partition_info else 0
+        order = np.random.default_rng([root, number, 2]).permutation(len(part))
+        return part.iloc[order].drop(columns=_PART).reset_index(drop=True)
+
+    tagged = release.map_partitions(tag, meta=release._meta.assign(**{_PART: np.int64(0)}))
+    spread = tagged.shuffle(_PART, npartitions=n)
+    return spread.map_partitions(mix, meta=release._meta)
 
 
 def _unknown_categories_schema(release) -> dict:
