@@ -1,12 +1,14 @@
 """The partitioned path's write with rows spread over random parts (review8 F4) vs without.
 
-Usage (one run per process, alternate the two):
-    .venv/bin/python benchmarks/partition_spread.py spread|base INPUT_PARQUET_FOLDER
+Usage (one run per process, alternate the two; the label only names the line printed):
+    .venv/bin/python benchmarks/partition_spread.py spread INPUT_PARQUET_FOLDER
+    ../base/.venv/bin/python benchmarks/partition_spread.py base INPUT_PARQUET_FOLDER
 
-``base`` replaces :func:`privgate.core.scale._pipeline.spread_rows` by the identity (each part
-one input block, the behaviour before); ``spread`` is the code as it is. Prints the gate, wall
-and CPU seconds of :func:`privgate.core.scale.anonymize_dask` on ``policies/adult.yaml``; run
-under ``/usr/bin/time -f %M`` for the peak RSS.
+``../base`` is a checkout of 342888f (the commit before the spread, each part one input block)
+with its own virtual environment, whose ``privgate`` the script then imports: the baseline is
+the old code itself, not a patch of this one. Prints the gate, wall and CPU seconds of
+:func:`privgate.core.scale.anonymize_dask` on ``policies/adult.yaml``; run under
+``/usr/bin/time -f %M`` for the peak RSS.
 """
 
 from __future__ import annotations
@@ -19,15 +21,12 @@ from pathlib import Path
 
 import dask
 
-import privgate.core.scale._pipeline as pipeline
 from privgate.core.policy import load_policy
 from privgate.core.scale import anonymize_dask, input_overrides
 
 
 def main() -> None:
     variant, source = sys.argv[1], sys.argv[2]
-    if variant == "base":
-        pipeline.spread_rows = lambda release, seed=None: release
     policy = Path(__file__).resolve().parents[1] / "policies" / "adult.yaml"
     policy = load_policy(policy).with_overrides(**input_overrides(source))
     out = Path(tempfile.mkdtemp(prefix="spread-")) / "release"
