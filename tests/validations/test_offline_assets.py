@@ -8,10 +8,10 @@ footer is gone. A screenshot is kept in test-artifacts/.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from e2e_server import CHROMIUM, CHROMIUM_FLAGS, browser_or_skip
 
 from privgate.core.demo_data import write_census_csv
 from privgate.core.policy import load_policy
@@ -19,16 +19,6 @@ from privgate.validations.expectations import check_policy_input
 from privgate.validations.offline_assets import VENDOR_DIR, remote_references
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTIFACTS = REPO / "test-artifacts"
 
 
@@ -56,26 +46,9 @@ def test_no_page_fetches_anything_from_the_network(docs):
     assert (docs / VENDOR_DIR / "fontawesome" / "webfonts" / "fa-solid-900.woff2").is_file()
 
 
-def _playwright_or_skip():
-    missing = []
-    if not Path(CHROMIUM).exists():
-        missing.append(f"{CHROMIUM} (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing.append("the playwright package")
-        sync_playwright = None
-    if missing:
-        message = "browser test needs " + " and ".join(missing)
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return sync_playwright
-
-
 @pytest.mark.slow  # a browser
 def test_data_docs_render_styled_in_chromium_without_network(docs):
-    sync_playwright = _playwright_or_skip()
+    sync_playwright = browser_or_skip()
     page_path = next((docs / "input" / "validations").rglob("*.html"))
     refused: list[str] = []
     ARTIFACTS.mkdir(exist_ok=True)
