@@ -16,13 +16,27 @@ from pathlib import Path
 from privgate.core.policy import RANKED_ALGORITHMS, ReleasePolicy
 from privgate.core.publish import sha256_file
 
-__all__ = ["STAGE_SECTIONS", "StageTokens", "cache_token", "stage_tokens", "utility_token"]
+__all__ = [
+    "STAGE_SECTIONS",
+    "PartitionedTokens",
+    "StageTokens",
+    "cache_token",
+    "partitioned_tokens",
+    "stage_tokens",
+    "utility_token",
+]
 
 #: The policy sections each cached stage reads (its token covers exactly these).
 STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
     "ingest": ("dataset", "input", "columns"),
     "rank": ("dataset", "input", "columns", "ranking"),
     "anonymize": ("dataset", "input", "columns", "privacy", "algorithm", "ranking"),
+    # The partitioned path: the frequency set reads the quasi-identifiers, their hierarchies
+    # and the sensitive columns the privacy models name (and refuses a k above the table);
+    # its validation reads the columns, and the sensitive values the models name from the
+    # frequency set; its search is the anonymize stage's.
+    "frequency": ("dataset", "input", "columns", "privacy"),
+    "validate-sample": ("dataset", "input", "columns", "privacy"),
 }
 
 
@@ -78,6 +92,33 @@ def stage_tokens(policy: ReleasePolicy, input_sha256: str) -> StageTokens:
         ingest=cache_token(policy, input_sha256, *STAGE_SECTIONS["ingest"]),
         rank=cache_token(policy, input_sha256 + held_out, *STAGE_SECTIONS["rank"]),
         anonymize=cache_token(searched, input_sha256 + held_out, *anonymize),
+    )
+
+
+@dataclass(frozen=True)
+class PartitionedTokens:
+    """The cache token of every cached stage of one partitioned run."""
+
+    frequency: str
+    search: str
+    #: The validation's token before it is told which rows it reads (:meth:`validate_sample`).
+    validation: str
+
+    def validate_sample(self, rows: str) -> str:
+        """The validation's token for the rows it reads (``rows``: the sample's size, the
+        table's rows and the seed, or "every row"): a new ``PRIVGATE_EXPECTATIONS_MAX_ROWS``
+        or seed validates other rows, so it must not reuse the old result."""
+        return hashlib.sha256(f"{self.validation}:rows={rows}".encode()).hexdigest()
+
+
+def partitioned_tokens(policy: ReleasePolicy, input_sha256: str) -> PartitionedTokens:
+    """Every cached stage's token on the partitioned path. The search reads what the in-memory
+    anonymize stage reads (the policies this path accepts have no ranking, attacks or
+    history)."""
+    return PartitionedTokens(
+        frequency=cache_token(policy, input_sha256, *STAGE_SECTIONS["frequency"]),
+        search=stage_tokens(policy, input_sha256).anonymize,
+        validation=cache_token(policy, input_sha256, *STAGE_SECTIONS["validate-sample"]),
     )
 
 

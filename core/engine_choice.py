@@ -81,6 +81,17 @@ class EngineChoice:
     estimate: RowEstimate | None
     threshold: int
 
+    def facts(self) -> dict:
+        """The manifest's ``engine`` section: the path, why, the threshold and the estimate."""
+        estimate = self.estimate
+        return {
+            "path": self.engine,
+            "reason": self.reason,
+            "threshold_rows": self.threshold,
+            "estimated_rows": None if estimate is None else estimate.rows,
+            "estimate": None if estimate is None else estimate.method,
+        }
+
 
 def partitioned_min_rows() -> int:
     """The rows (estimated) from which ``privgate run`` takes the partitioned path.

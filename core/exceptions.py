@@ -7,6 +7,8 @@ stage that refused, and its message names the offending key, column, row or valu
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class PrivgateError(Exception):
     """Base class: an expected, explainable refusal (bad input, bad policy, blocked gate)."""
@@ -73,6 +75,19 @@ class UtilityBlockedError(PrivgateError):
     def __init__(self, message: str, decision: object | None = None) -> None:
         super().__init__(message)
         self.decision = decision
+
+
+def blocked_refusal(
+    release_id: str, decision: Any, utility_decision: Any
+) -> GateBlockedError | UtilityBlockedError:
+    """The refusal of a release a gate blocked: the privacy gate's when it blocked (its
+    decision is what the run states first), else the utility gate's. Both decisions are the
+    gates' own objects (``passed``, ``summary``); the refusal carries the one it names."""
+    if not decision.passed:
+        return GateBlockedError(f"gate blocked release {release_id}: {decision.summary}", decision)
+    return UtilityBlockedError(
+        f"utility gate blocked release {release_id}: {utility_decision.summary}", utility_decision
+    )
 
 
 class PublishError(PrivgateError):

@@ -3,7 +3,9 @@
 The manifest is written next to the release and is everything needed to audit it: the input's
 fingerprint, the output's, the policy, the transformation, the metrics, the gate's decision,
 the utility and its gate, the ranking a tiered or RFKA release used, and the expectation
-suites. The flow gathers the stage outputs; the shape lives here, once.
+suites. The flows gather the stage outputs; the shape lives here, once, for a release held in
+memory (:func:`build_manifest`) and for one written as Parquet parts
+(:func:`partitioned_manifest`).
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ from typing import TYPE_CHECKING, Any
 from privgate.core.publish import make_release_id, sha256_file
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     import pandas as pd
 
+    from privgate.core.anonymize import SearchSetup
     from privgate.core.gate import GateDecision
     from privgate.core.policy import ReleasePolicy
     from privgate.core.publish import StagedRelease
     from privgate.core.ranking import Ranking
+    from privgate.core.scale import GeneralizationPlan
     from privgate.core.stages import AnonymizedTable, IngestedTable
     from privgate.core.utility import UtilityDecision, UtilityReport
 
@@ -33,6 +37,7 @@ __all__ = [
     "build_manifest",
     "output_facts",
     "package_version",
+    "partitioned_manifest",
     "release_id_for",
     "run_facts",
 ]
@@ -122,6 +127,120 @@ def build_manifest(
     """Everything needed to audit a release: inputs, outputs, policy, metrics, decisions
     (and ``input.warnings``: what validation found about the valid input, such as an entirely
     missing quasi-identifier)."""
+    manifest = _manifest(
+        policy=policy,
+        release_id=release_id,
+        release_date=release_date,
+        run_id=run_id,
+        inputs={**input_facts(ingested), "warnings": list(input_warnings)},
+        output=output_facts(staged, table.frame),
+        # Exactly the columns the release's k-anonymity covers (a tiered release E: tiers
+        # 1..E), as the gate verified them.
+        covers=decision.measurements.get(
+            "covered_quasi_identifiers", table.covered or policy.quasi_identifiers
+        ),
+        tier=table.tier,
+        # The full-domain levels ({} for a local recoding or a feature selection), and what
+        # was done to each quasi-identifier in words, for every algorithm.
+        transformation=dict(table.result.levels or {}),
+        recoding=dict(table.result.transformation),
+        metrics=table.metrics,
+        decision=decision,
+    )
+    attacks = decision.measurements.get("attacks")
+    if attacks is not None:
+        manifest["input"]["released_from_rows"] = attacks["details"]["control"][
+            "released_from_rows"
+        ]
+        manifest["attacks"] = attack_facts(attacks)
+    return _close(manifest, utility, utility_decision, ranking)
+
+
+def partitioned_manifest(
+    *,
+    policy: ReleasePolicy,
+    release_id: str,
+    release_date: date,
+    input_sha256: str,
+    input_rows: int,
+    staged: StagedRelease,
+    plan: GeneralizationPlan,
+    setup: SearchSetup,
+    metrics: dict[str, Any],
+    decision: GateDecision,
+    utility: UtilityReport,
+    utility_decision: UtilityDecision,
+    engine: dict[str, Any],
+    input_suite: Mapping[str, Any],
+    run_id: str | None = None,
+    input_warnings: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The manifest of a release written as Parquet parts (the partitioned path): the same
+    fields as :func:`build_manifest`'s, the output described by its parts, plus ``engine``
+    (the path taken and why) and ``expectations`` (the input suite's summary, ``input_suite``;
+    the release suite does not run on this path: the gate re-reads every written row)."""
+    from privgate.core.scale import parts_fingerprint
+
+    parts = sorted(p.name for p in staged.release_file.glob("*.parquet"))
+    manifest = _close(
+        _manifest(
+            policy=policy,
+            release_id=release_id,
+            release_date=release_date,
+            run_id=run_id,
+            engine=engine,
+            inputs={
+                "path": str(policy.input.path),
+                "sha256": input_sha256,
+                "rows": input_rows,
+                "warnings": list(input_warnings),
+            },
+            output={
+                "file": staged.release_file.name,
+                "format": "parquet parts",
+                "parts": parts,
+                "sha256": parts_fingerprint(staged.release_file),
+                "rows": input_rows - plan.suppressed,
+                "columns": list(plan.released_columns),
+            },
+            covers=policy.quasi_identifiers,
+            tier=None,
+            transformation=dict(plan.levels),
+            recoding={
+                q: f"level {plan.levels[q]}/{setup.hierarchies[q].height}"
+                for q in plan.quasi_identifiers
+            },
+            metrics=metrics,
+            decision=decision,
+        ),
+        utility,
+        utility_decision,
+    )
+    summary = ("suite", "success", "evaluated", "failed", "sample")
+    manifest["expectations"] = {
+        "input": {key: input_suite[key] for key in summary if key in input_suite},
+        "release": "not run on the partitioned path (the gate re-reads every row)",
+    }
+    return manifest
+
+
+def _manifest(
+    *,
+    policy: ReleasePolicy,
+    release_id: str,
+    release_date: date,
+    run_id: str | None,
+    inputs: dict[str, Any],
+    output: dict[str, Any],
+    covers: Sequence[str],
+    tier: int | None,
+    transformation: dict[str, Any],
+    recoding: dict[str, Any],
+    metrics: dict[str, Any],
+    decision: GateDecision,
+    engine: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The fields every k-anonymous release's manifest has, in their order."""
     manifest: dict[str, Any] = {
         "release_id": release_id,
         "dataset": policy.dataset,
@@ -130,37 +249,41 @@ def build_manifest(
         "privgate_version": package_version(),
         "python": platform.python_version(),
         "run_id": run_id,
-        "input": {**input_facts(ingested), "warnings": list(input_warnings)},
-        "output": output_facts(staged, table.frame),
-        "policy": policy.model_dump(mode="json"),
-        "policy_sha256": policy.fingerprint(),
-        "quasi_identifiers": policy.quasi_identifiers,
-        # Exactly the columns the release's k-anonymity covers (a tiered release E: tiers
-        # 1..E), as the gate verified them.
-        "k_anonymity_covers": decision.measurements.get(
-            "covered_quasi_identifiers", table.covered or policy.quasi_identifiers
-        ),
-        "tier": table.tier,
-        # The full-domain levels ({} for a local recoding or a feature selection), and what
-        # was done to each quasi-identifier in words, for every algorithm.
-        "transformation": dict(table.result.levels or {}),
-        "recoding": dict(table.result.transformation),
-        "metrics": table.metrics,
-        "gate": decision.to_dict(),
     }
-    attacks = decision.measurements.get("attacks")
-    if attacks is not None:
-        manifest["input"]["released_from_rows"] = attacks["details"]["control"][
-            "released_from_rows"
-        ]
-        manifest["attacks"] = attack_facts(attacks)
+    if engine is not None:
+        manifest["engine"] = engine
+    manifest.update(
+        {
+            "input": inputs,
+            "output": output,
+            "policy": policy.model_dump(mode="json"),
+            "policy_sha256": policy.fingerprint(),
+            "quasi_identifiers": policy.quasi_identifiers,
+            "k_anonymity_covers": covers,
+            "tier": tier,
+            "transformation": transformation,
+            "recoding": recoding,
+            "metrics": metrics,
+            "gate": decision.to_dict(),
+        }
+    )
+    return manifest
+
+
+def _close(
+    manifest: dict[str, Any],
+    utility: UtilityReport | None,
+    utility_decision: UtilityDecision | None,
+    ranking: Ranking | None = None,
+) -> dict[str, Any]:
+    """The utility, its gate and the ranking, then the flags of both gates together: what the
+    release does not say although both gates passed."""
     if utility is not None:
         manifest["utility"] = utility.to_dict()
     if utility_decision is not None:
         manifest["utility_gate"] = utility_decision.to_dict()
     if ranking is not None:
         manifest["ranking"] = ranking.to_dict()
-    # What the release does not say although both gates passed (each gate's flags, together).
     manifest["flags"] = [
         *manifest["gate"]["flags"],
         *manifest.get("utility_gate", {}).get("flags", []),

@@ -62,7 +62,7 @@ from privgate.core.ingest import read_table
 from privgate.core.metrics import precision, table_loss
 from privgate.core.policy import ReleasePolicy
 from privgate.core.privacy import reference_columns
-from privgate.core.publish import StagedRelease, discard, sha256_file, stage_release
+from privgate.core.publish import StagedRelease, discard, stage_release
 from privgate.core.research_subset import SubsetFacts, select_research_subset, subset_fingerprint
 
 if TYPE_CHECKING:
@@ -113,8 +113,11 @@ def load_hierarchies(policy: ReleasePolicy) -> dict[str, Hierarchy]:
 
 
 def _file_fingerprint(policy: ReleasePolicy) -> str:
-    path = Path(policy.input.path)
-    return sha256_file(path) if path.is_file() else ""
+    """sha256 of the input: a file, a folder of Parquet parts or a glob of them (the
+    partitioned path's inputs); "" when there is none."""
+    from privgate.core.scale import input_fingerprint
+
+    return input_fingerprint(policy.input.path)
 
 
 def fingerprint_input(policy: ReleasePolicy) -> str:

@@ -39,6 +39,7 @@ from privgate.core.exceptions import (
     PrivgateError,
     PublishError,
     UtilityBlockedError,
+    blocked_refusal,
 )
 from privgate.core.gate import GateDecision
 from privgate.core.history import CrossReleaseState, HistoryEntry, searched_policy
@@ -106,9 +107,9 @@ def _release(parameters: ReleaseParameters) -> State:
     choice = choose_engine(policy, parameters.engine)  # a table past memory: partitioned
     get_run_logger().info("engine: %s", choice.reason)
     if choice.engine == "partitioned":
-        from privgate.flows.partitioned import engine_facts, partitioned_release_flow
+        from privgate.flows.partitioned import partitioned_release_flow
 
-        outcome = partitioned_release_flow(parameters, engine_facts(choice))  # a subflow
+        outcome = partitioned_release_flow(parameters, choice.facts())  # a subflow
         return Completed(message=outcome["message"], data=outcome)
     opened = _open(policy)
     if policy.is_differentially_private:
@@ -265,16 +266,7 @@ def _verify(
         if not passed:
             blocked = blocked_report_path(policy.output.directory, policy.dataset, release_id)
             report_task(report, None if dry_run else blocked)
-            error: GateBlockedError | UtilityBlockedError
-            if not decision.passed:
-                error = GateBlockedError(
-                    f"gate blocked release {release_id}: {decision.summary}", decision
-                )
-            else:
-                error = UtilityBlockedError(
-                    f"utility gate blocked release {release_id}: {utility_decision.summary}",
-                    utility_decision,
-                )
+            error = blocked_refusal(release_id, decision, utility_decision)
             error.report_path = None if dry_run else str(blocked)
             raise error
         assert staged is not None  # both gates passed, so the gate staged the release

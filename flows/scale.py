@@ -28,28 +28,13 @@ import shutil
 import sys
 from pathlib import Path
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
-from prefect.logging import get_run_logger
-from prefect_dask import DaskTaskRunner, get_dask_client
+from prefect import flow
+from prefect_dask import DaskTaskRunner
 
-from privgate.core.anonymize import SearchSetup
-from privgate.core.encoding import FrequencySet
-from privgate.core.exceptions import GateBlockedError, PrivgateError
-from privgate.core.gate import GateDecision
-from privgate.core.policy import ReleasePolicy
-from privgate.core.scale import (
-    GeneralizationPlan,
-    frequency_stage,
-    input_overrides,
-    publish_stage,
-    reference_stage,
-    scale_setup,
-    search_stage,
-    verify_stage,
-    write_stage,
-)
+from privgate.core.exceptions import PrivgateError
+from privgate.core.scale import input_overrides, publish_stage, scale_setup
 from privgate.flows.policy_overrides import resolve_policy
+from privgate.tasks.scale import dask_frequency_task, dask_search_task, verify_task, write_task
 
 __all__ = ["make_task_runner", "run_scale_release", "scale_release_flow"]
 
@@ -70,62 +55,6 @@ def make_task_runner(
             "dashboard_address": None,
         }
     )
-
-
-@task(name="frequency-set", cache_policy=NO_CACHE)
-def frequency_task(
-    policy: ReleasePolicy, setup: SearchSetup, blocksize: str
-) -> tuple[FrequencySet, dict | None]:
-    """The input's frequency set, and t-closeness' reference distribution (the input's)."""
-    with get_dask_client():
-        freq = frequency_stage(policy, setup, blocksize)
-        reference = reference_stage(policy, setup, blocksize)
-    get_run_logger().info(
-        "frequency set: %d rows, %d distinct tuples", freq.table.n_rows, len(freq.counts)
-    )
-    return freq, reference
-
-
-@task(name="search", cache_policy=NO_CACHE)
-def search_task(freq: FrequencySet, setup: SearchSetup) -> tuple[GeneralizationPlan, dict]:
-    plan, result = search_stage(freq, setup)
-    get_run_logger().info(
-        "search: %s chose %s; %d records suppressed",
-        result.algorithm,
-        plan.levels,
-        plan.suppressed,
-    )
-    return plan, dict(result.details)
-
-
-@task(name="generalize-write", cache_policy=NO_CACHE)
-def write_task(
-    plan: GeneralizationPlan,
-    policy: ReleasePolicy,
-    setup: SearchSetup,
-    staging: str,
-    blocksize: str,
-    shuffle_seed: int | None,
-) -> str:
-    with get_dask_client():
-        return str(write_stage(plan, policy, setup, staging, blocksize, shuffle_seed))
-
-
-@task(name="verify-and-gate", cache_policy=NO_CACHE)
-def verify_task(
-    staging: str, setup: SearchSetup, input_rows: int, reference: dict | None = None
-) -> GateDecision:
-    """The gate on the written parts. A blocked release fails this task itself (red in the
-    UI, the reasons as its message) after its staging folder is removed, so the flow run
-    fails and nothing is published."""
-    with get_dask_client():
-        decision = verify_stage(staging, setup, input_rows, reference)
-    log = get_run_logger()
-    (log.info if decision.passed else log.error)("gate: %s", decision.summary)
-    if not decision.passed:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise GateBlockedError(f"gate blocked release {staging}: {decision.summary}", decision)
-    return decision
 
 
 @flow(name="privgate-scale-release", task_runner=make_task_runner())
@@ -150,14 +79,22 @@ def scale_release_flow(
     if out.exists():
         raise FileExistsError(f"release folder already exists: {out}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = str(out.with_name(f".{out.name}.{os.getpid()}.tmp"))
+    staging = out.with_name(f".{out.name}.{os.getpid()}.tmp")
 
-    setup = scale_setup(policy)
-    freq, reference = frequency_task.submit(policy, setup, blocksize).result()
-    plan, details = search_task.submit(freq, setup).result()
-    written = write_task.submit(plan, policy, setup, staging, blocksize, shuffle_seed).result()
-    decision = verify_task.submit(written, setup, freq.table.n_rows, reference).result()
-    publish_stage(written, out, decision)
+    setup = scale_setup(policy)  # every task on the cluster (submitted), none cached
+    on_cluster = {"cluster": True}  # the tasks' dask work on the flow's cluster
+    freq, reference = dask_frequency_task.submit(policy, setup, blocksize, **on_cluster).result()
+    plan, facts, _ = dask_search_task.submit(freq, policy, setup).result()
+    n_rows = freq.table.n_rows
+    try:
+        write_task.submit(
+            plan, policy, setup, staging, blocksize, shuffle_seed, **on_cluster
+        ).result()
+        decision = verify_task.submit(staging, setup, n_rows, reference, **on_cluster).result()
+    except BaseException:  # a blocked gate (its task failed), or a failed write
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    publish_stage(staging, out, decision)
     return {
         "output": str(out),
         "passed": decision.passed,
@@ -165,7 +102,7 @@ def scale_release_flow(
         "levels": plan.levels,
         "input_rows": freq.table.n_rows,
         "suppressed": plan.suppressed,
-        "search": details,
+        "search": {key: value for key, value in facts.items() if key != "algorithm"},
     }
 
 

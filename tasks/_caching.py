@@ -26,7 +26,18 @@ from privgate.tasks.results import RESULT_STORAGE, DatasetScoped, SealedSerializ
 #: prefixed with the dataset so that each dataset's results sit in their own folder.
 CACHE_BY_TOKEN = DatasetScoped(
     base=TASK_SOURCE
-    + (INPUTS - "frame" - "policy" - "setup" - "hierarchies" - "table" - "ranking" - "run_id")
+    + (
+        INPUTS
+        - "frame"
+        - "policy"
+        - "setup"
+        - "hierarchies"
+        - "table"
+        - "ranking"
+        - "run_id"
+        - "freq"
+        - "sample"
+    )
 )
 
 #: Keyword arguments of every cached stage task.

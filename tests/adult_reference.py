@@ -27,3 +27,31 @@ def _quasi_identifiers(path: Path) -> list[str]:
 #: native-country, workclass, occupation). A list, as pandas indexes and groups by lists (a
 #: tuple is one key); every test shares it, so none may modify it.
 ADULT_QI: list[str] = _quasi_identifiers(ADULT_POLICY)
+
+
+def write_resampled_adult(
+    source: Path, path: Path, *, rows: int, seed: int, missing_salary: float = 0.0
+) -> Path:
+    """``rows`` records resampled from ARX's Adult (``source``) as
+    ``../shared/tools/make_scaled_adult.py`` makes them: each record drawn with replacement,
+    then each quasi-identifier cell replaced with probability 0.3 by the same column's cell of
+    another random record (so a larger table has more distinct tuples, not only copies); with
+    ``missing_salary``, that share of salary cells is set to the missing marker ``?``.
+    Written to ``path`` in Adult's format (``;``, a header line)."""
+    import numpy as np
+
+    lines = source.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split(";")
+    table = np.array([ln.split(";") for ln in lines[1:] if ln], dtype=object)
+    rng = np.random.default_rng(seed)
+    out = table[rng.integers(0, len(table), rows)]
+    for col in ADULT_QI:
+        j = header.index(col)
+        swap = rng.random(len(out)) < 0.3
+        out[swap, j] = table[rng.integers(0, len(table), int(swap.sum())), j]
+    if missing_salary:
+        out[rng.random(len(out)) < missing_salary, header.index("salary-class")] = "?"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(";".join(header) + "\n")
+        fh.writelines(";".join(row) + "\n" for row in out)
+    return path

@@ -211,3 +211,52 @@ def test_package_folders_form_no_cycle() -> None:
         if _root(target) in rank and rank[_root(target)] > rank[_root(name)]
     ]
     assert not wrong, "\n".join(wrong)
+
+
+def _is_task(node: ast.expr) -> bool:
+    """``task``, ``prefect.task``, or either called (``task(name=...)``)."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return node.id == "task"
+    return isinstance(node, ast.Attribute) and node.attr == "task"
+
+
+def _task_definitions(path: Path) -> list[int]:
+    """Lines where a module defines a Prefect task: a function decorated with ``@task`` /
+    ``@task(...)``, or ``task(...)`` called on a function."""
+    lines = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            lines.update(d.lineno for d in node.decorator_list if _is_task(d))
+        elif isinstance(node, ast.Call) and _is_task(node.func):
+            lines.add(node.lineno)
+    return sorted(lines)
+
+
+def test_flows_define_no_tasks() -> None:
+    """A flow strings tasks together; each task lives in ``tasks/`` (a thin wrapper of one
+    ``core`` step with its caching and retries), where the reader of the caching rules finds
+    every one of them."""
+    wrong = [
+        f"{path.relative_to(REPO)}:{line} defines a Prefect task"
+        for name, path in MODULES.items()
+        if name.startswith("privgate.flows")
+        for line in _task_definitions(path)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_task_guard_sees_every_form_of_definition(tmp_path: Path) -> None:
+    """The guard above is not vacuous: each way of defining a task is found."""
+    source = tmp_path / "flow.py"
+    source.write_text(
+        "import prefect\nfrom prefect import task\n\n"
+        "@task\ndef a(): ...\n\n"
+        "@task(name='b', retries=2)\ndef b(): ...\n\n"
+        "@prefect.task(name='c')\ndef c(): ...\n\n"
+        "def d(): ...\n\nd_task = task(d, name='d')\n\n"
+        "def untouched(): ...\n",
+        encoding="utf-8",
+    )
+    assert _task_definitions(source) == [4, 7, 10, 15]

@@ -30,6 +30,7 @@ from privgate.core.privacy import reference_columns
 from privgate.core.scale._apply import GeneralizationPlan, generalize_frame, plan_generalization
 from privgate.core.scale._dictionary import frequency_set_from_histogram
 from privgate.core.scale._frequency import histogram_of, read_input
+from privgate.core.scale._release import release_loss
 from privgate.core.scale._verify import reference_from_histogram, verify_parquet_release
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "reference_stage",
     "scale_setup",
     "search_stage",
+    "search_with_loss",
     "verify_stage",
     "write_stage",
 ]
@@ -123,6 +125,20 @@ def search_stage(
     found = algorithm.search(freq)
     plan = plan_generalization(freq, found.levels, list(setup.models), setup.released_columns)
     return plan, found
+
+
+def search_with_loss(
+    freq: FrequencySet, setup: SearchSetup
+) -> tuple[GeneralizationPlan, dict, dict]:
+    """:func:`search_stage`, then the loss its plan implies (:func:`release_loss`, on the
+    distinct tuples). Returns the plan, the search's facts (``algorithm``, its details,
+    ``seconds``) and the loss."""
+    started = time.perf_counter()
+    plan, result = search_stage(freq, setup)
+    loss = release_loss(freq, plan, setup)
+    facts = {"algorithm": result.algorithm, **dict(result.details)}
+    facts["seconds"] = round(time.perf_counter() - started, 4)
+    return plan, facts, loss
 
 
 def write_stage(

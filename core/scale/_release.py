@@ -13,6 +13,7 @@ utility stage uses on the records).
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import html
 import json
@@ -21,6 +22,7 @@ import shutil
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -34,13 +36,18 @@ from privgate.core.policy import InputSpec
 from privgate.core.publish import StagedRelease, sha256_file, staging_owner, sweep_stale
 from privgate.core.scale._apply import GeneralizationPlan
 
+if TYPE_CHECKING:
+    from privgate.core.utility import UtilityReport
+
 __all__ = [
     "RELEASE_PARTS",
     "input_fingerprint",
+    "loss_utility",
     "parts_fingerprint",
     "partitioned_report",
     "read_rows",
     "release_loss",
+    "release_metrics",
     "stage_folder",
     "write_text_synced",
 ]
@@ -165,12 +172,63 @@ def release_loss(freq: FrequencySet, plan: GeneralizationPlan, setup: SearchSetu
     }
 
 
+def loss_utility(loss: Mapping[str, object]) -> UtilityReport:
+    """The utility the partitioned path measures, as the utility gate reads it: the
+    information loss and Sweeney's precision counted on the frequency set
+    (:func:`release_loss`). No classifier, clustering or total variation: they need the
+    records (:func:`privgate.core.engine_choice.partitioned_blockers` refuses policies that
+    ask for them)."""
+    from privgate.core.utility import UtilityReport
+
+    return UtilityReport(
+        loss={k: v for k, v in loss.items() if k != "precision"},
+        metrics={"precision": loss["precision"]},
+        distribution={},
+        settings={"measured": "loss and precision on the frequency set (partitioned path)"},
+    )
+
+
+def release_metrics(
+    facts: Mapping[str, object], loss: Mapping[str, object], plan: GeneralizationPlan, n_rows: int
+) -> dict:
+    """The manifest's ``metrics`` of a partitioned release: the in-memory release's names
+    (algorithm, rows, suppression, loss, granularity, precision) and the search's facts as
+    ``search_*``."""
+    return {
+        "algorithm": facts["algorithm"],
+        "input_rows": n_rows,
+        "precision": loss["precision"],
+        "release_rows": n_rows - plan.suppressed,
+        "suppressed": plan.suppressed,
+        "loss": loss["total"],
+        "granularity": loss["granularity"],
+        "loss_per_attribute": loss["per_attribute"],
+        **{f"search_{k}": v for k, v in facts.items() if k != "algorithm"},
+    }
+
+
 def input_fingerprint(path: str | Path) -> str:
-    """sha256 of the input file, or of a folder of parts (each part's name and sha256)."""
+    """sha256 of the input file, of a folder of parts (each part's name and sha256), or of
+    the files a glob such as ``parts/*.parquet`` matches; "" when there is no such input (the
+    stage that reads it names the problem).
+
+    Why a glob is fingerprinted by its files: every cached stage and the release id are keyed
+    by this digest, so two different sets of parts must never share one.
+    """
+    text = str(path)
     path = Path(path)
     if path.is_file():
         return sha256_file(path)
-    return parts_fingerprint(path)
+    if path.is_dir():
+        return parts_fingerprint(path)
+    matched = sorted(Path(m) for m in glob.glob(text)) if glob.has_magic(text) else []
+    files = [m for m in matched if m.is_file()]
+    if not files:
+        return ""
+    digest = hashlib.sha256()
+    for part in files:
+        digest.update(f"{part.as_posix()}:{sha256_file(part)}\n".encode())
+    return digest.hexdigest()
 
 
 def parts_fingerprint(folder: str | Path) -> str:

@@ -38,3 +38,28 @@ def test_a_new_population_file_redoes_the_search_and_nothing_before_it(tmp_path)
     after = stage_tokens(policy, "input-sha")
     assert after.anonymize != before.anonymize  # k-map is counted against the new one
     assert after.ingest == before.ingest and after.rank == before.rank  # they never read it
+
+
+def test_partitioned_tokens_change_with_what_each_stage_reads(tmp_path):
+    """The partitioned path's frequency set is redone for a new input or a new k (the
+    privacy section names its sensitive columns and refuses a k above the table), not for a
+    new utility limit; its validation also for other sampled rows; its search for a new
+    algorithm setting."""
+    from privgate.core.cache_keys import partitioned_tokens
+
+    policy = _policy(tmp_path)
+    tokens = partitioned_tokens(policy, "input-sha")
+    assert partitioned_tokens(policy, "input-sha") == tokens
+    assert partitioned_tokens(policy, "other-input").frequency != tokens.frequency
+    more_k = partitioned_tokens(policy.with_overrides(**{"privacy.k": 3}), "input-sha")
+    assert more_k.frequency != tokens.frequency and more_k.search != tokens.search
+    limit = policy.with_overrides(**{"utility.thresholds.max_loss": 0.5})
+    assert partitioned_tokens(limit, "input-sha") == tokens
+    other_metric = partitioned_tokens(
+        policy.with_overrides(**{"algorithm.metric": "precision"}), "input-sha"
+    )
+    assert other_metric.frequency == tokens.frequency and other_metric.search != tokens.search
+    every_row = tokens.validate_sample("every row")
+    assert tokens.validate_sample("{'rows': 10, 'of_rows': 20, 'seed': 0}") != every_row
+    assert tokens.validate_sample("{'rows': 10, 'of_rows': 20, 'seed': 1}") != every_row
+    assert tokens.validate_sample("every row") == every_row

@@ -13,6 +13,15 @@ def _prefect(prefect_harness):
     yield
 
 
+@pytest.fixture(scope="module")
+def demo_csv(tmp_path_factory):
+    """The demo's seeded census table, 3,000 rows (``fault_runs.write_demo_csv``): for the
+    fault files, where the fault, not the data, is the point."""
+    from fault_runs import write_demo_csv
+
+    return write_demo_csv(tmp_path_factory.mktemp("demo-data"))
+
+
 @pytest.fixture
 def lying_algorithm(monkeypatch, fresh_stages):
     """Make the anonymize stage lie: it publishes the raw quasi-identifiers while claiming

@@ -22,16 +22,9 @@ from fault_runs import (
     releases,
     run_killed_at,
     working_folders,
-    write_demo_csv,
 )
 
 from privgate.flows.release import release_flow
-
-
-@pytest.fixture(scope="module")
-def demo_csv(tmp_path_factory) -> Path:
-    return write_demo_csv(tmp_path_factory.mktemp("demo-data"))
-
 
 #: The stage boundaries of a release (task names), and the two sides of the atomic rename.
 BOUNDARIES = [

@@ -25,18 +25,11 @@ from fault_runs import (
     releases,
     run_killed_at,
     working_folders,
-    write_demo_csv,
 )
 
 from privgate.core.exceptions import PublishError
 from privgate.flows.parameters import ReleaseParameters
 from privgate.flows.release import release_flow
-
-
-@pytest.fixture(scope="module")
-def demo_csv(tmp_path_factory) -> Path:
-    return write_demo_csv(tmp_path_factory.mktemp("demo-data"))
-
 
 # --- SIGKILL around the release history's record -------------------------------------------
 

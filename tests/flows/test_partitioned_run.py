@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from datetime import date
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-from adult_reference import ADULT_POLICY, ADULT_QI
+from adult_reference import ADULT_POLICY, ADULT_QI, write_resampled_adult
 
 from privgate.flows.cli import main
 
@@ -23,21 +23,10 @@ from privgate.flows.cli import main
 @pytest.fixture(scope="module")
 def scaled_csv(shared_data, tmp_path_factory) -> Path:
     """60,000 rows resampled from Adult with p = 0.3 per quasi-identifier cell."""
-    source = shared_data("arx/adult.csv")
-    lines = source.read_text(encoding="utf-8").splitlines()
-    header = lines[0].split(";")
-    table = np.array([ln.split(";") for ln in lines[1:] if ln], dtype=object)
-    rng = np.random.default_rng(18)
-    out = table[rng.integers(0, len(table), 60_000)]
-    for col in ADULT_QI:
-        j = header.index(col)
-        swap = rng.random(len(out)) < 0.3
-        out[swap, j] = table[rng.integers(0, len(table), int(swap.sum())), j]
-    path = tmp_path_factory.mktemp("auto") / "adult_60k.csv"
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(";".join(header) + "\n")
-        fh.writelines(";".join(row) + "\n" for row in out)
-    return path
+    folder = tmp_path_factory.mktemp("auto")
+    return write_resampled_adult(
+        shared_data("arx/adult.csv"), folder / "adult_60k.csv", rows=60_000, seed=18
+    )
 
 
 def _main(*args: str) -> tuple[int, str, str]:
@@ -230,3 +219,77 @@ def test_a_blocked_partitioned_release_leaves_its_report_and_publishes_nothing(
     html = report.read_text()
     assert "blocked" in html and "max_loss" in html and "Privacy gate" in html
     assert [p.name for p in (out / "adult").iterdir()] == ["blocked"]
+
+
+def _task_states(flow_run_id) -> dict[str, str]:
+    """Task name -> state name of one flow run, read through the API."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+    return {run.name.rsplit("-", 1)[0]: run.state.name for run in runs}
+
+
+def test_a_run_that_failed_at_the_gate_is_retried_from_its_cached_search_and_publishes_once(
+    scaled_csv, tmp_path, monkeypatch
+):
+    """The gate's read of the written parts fails (an I/O error): nothing is published and
+    no staging folder is left. The retry takes the frequency set, the validation and the search
+    from their persisted results (Cached), writes the parts again and runs the gate on exactly
+    the parts it wrote, then publishes once; a third run finds the release in place."""
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.partitioned import partitioned_release_flow
+    from privgate.tasks import scale as scale_tasks
+
+    out = tmp_path / "out"
+    params = ReleaseParameters(
+        policy_path=str(ADULT_POLICY),
+        release_date=date(2026, 11, 27),
+        k=6,  # a k no other test uses: the first run computes every stage itself
+        overrides={"input.path": str(scaled_csv), "output.directory": str(out)},
+    )
+    real_verify = scale_tasks.verify_stage
+
+    def failing_verify(parts, *args, **kwargs):
+        assert list(Path(parts).glob("*.parquet"))  # written, then the read fails
+        raise OSError(5, "I/O error while reading the parts")
+
+    monkeypatch.setattr(scale_tasks, "verify_stage", failing_verify)
+    failed = partitioned_release_flow(params, return_state=True)
+    assert failed.is_failed() and "I/O error" in failed.message
+    first = _task_states(failed.state_details.flow_run_id)
+    for stage in ("frequency-set", "validate-sample", "search", "generalize-write"):
+        assert first[stage] == "Completed", (stage, first)
+    assert first["verify-and-gate"] == "Failed" and "publish" not in first
+    assert list((out / "adult").iterdir()) == []  # no release, no staging folder
+
+    verified: list[tuple[Path, list[str]]] = []
+
+    def counting_verify(parts, *args, **kwargs):
+        verified.append((Path(parts), sorted(p.name for p in Path(parts).glob("*.parquet"))))
+        return real_verify(parts, *args, **kwargs)
+
+    monkeypatch.setattr(scale_tasks, "verify_stage", counting_verify)
+    retried = partitioned_release_flow(params, return_state=True)
+    assert retried.is_completed(), retried.message
+    second = _task_states(retried.state_details.flow_run_id)
+    for stage in ("frequency-set", "validate-sample", "search"):
+        assert second[stage] == "Cached", (stage, second)
+    for stage in ("generalize-write", "verify-and-gate", "publish"):
+        assert second[stage] == "Completed", (stage, second)
+    (release,) = (out / "adult").iterdir()
+    manifest = json.loads((release / "manifest.json").read_text())
+    ((gated, parts),) = verified  # the gate ran once, on this run's staged parts
+    assert gated.parent.name.startswith(f".staging-{release.name}-") and parts
+    published_parts = sorted(p.name for p in (release / "release").iterdir())
+    assert manifest["output"]["parts"] == parts == published_parts
+    assert manifest["gate"]["passed"] and manifest["policy"]["privacy"]["k"] == 6
+    assert retried.result()["already_published_by"] is None
+
+    again = partitioned_release_flow(params, return_state=True)
+    assert again.is_completed() and "already published by run" in again.message
+    assert list((out / "adult").iterdir()) == [release] and len(verified) == 2
+    assert json.loads((release / "manifest.json").read_text()) == manifest

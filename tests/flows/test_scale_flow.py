@@ -93,11 +93,12 @@ def test_a_blocked_scale_release_fails_its_gate_task_the_run_and_the_cli(
     from privgate.core.privacy import KAnonymity
     from privgate.core.scale import verify_parquet_release
     from privgate.flows import scale
+    from privgate.tasks import scale as scale_tasks
 
     def strict_gate(staging, setup, input_rows, reference=None):
         return verify_parquet_release(staging, setup.quasi_identifiers, [KAnonymity(k=10**6)])
 
-    monkeypatch.setattr(scale, "verify_stage", strict_gate)
+    monkeypatch.setattr(scale_tasks, "verify_stage", strict_gate)
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
     ) as cluster:

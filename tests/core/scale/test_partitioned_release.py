@@ -68,3 +68,25 @@ def test_release_loss_on_the_frequency_set_is_the_utility_stages_loss(scaled_pol
     assert memory.metrics["precision"] == pytest.approx(loss["precision"], abs=1e-12)
     for name, value in memory.metrics["loss_per_attribute"].items():
         assert loss["per_attribute"][name] == pytest.approx(value, abs=1e-12), name
+
+
+def test_input_fingerprint_of_a_file_a_folder_and_a_glob_of_parts(tmp_path):
+    """Every cached stage and the release id are keyed by it: a glob of parts is
+    fingerprinted by the files it matches (another part, another digest), a missing input
+    by "" (the reading stage names the problem)."""
+    from privgate.core.publish import sha256_file
+    from privgate.core.scale import input_fingerprint
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "a.parquet").write_bytes(b"a")
+    (folder / "b.parquet").write_bytes(b"b")
+    assert input_fingerprint(folder / "a.parquet") == sha256_file(folder / "a.parquet")
+    of_folder = input_fingerprint(folder)
+    of_glob = input_fingerprint(f"{folder}/*.parquet")
+    assert len(of_folder) == len(of_glob) == 64
+    (folder / "c.parquet").write_bytes(b"c")
+    assert input_fingerprint(f"{folder}/*.parquet") != of_glob
+    assert input_fingerprint(folder) != of_folder
+    assert input_fingerprint(tmp_path / "missing.csv") == ""
+    assert input_fingerprint(f"{tmp_path}/none/*.parquet") == ""
