@@ -173,7 +173,8 @@ _PART = "__privgate_part"
 
 
 def spread_rows(release, shuffle_seed: int | None = None):
-    """Every released row moved to a part drawn uniformly at random, then each part permuted.
+    """Every released row moved to a part drawn uniformly at random (so the parts are of about
+    equal size), then each part permuted.
 
     Why: the in-memory path publishes its rows in a random order ("the order reveals nothing");
     generalizing partition by partition keeps each input block in one part, so a part's number
@@ -186,7 +187,13 @@ def spread_rows(release, shuffle_seed: int | None = None):
 
     def tag(part: pd.DataFrame, partition_info=None) -> pd.DataFrame:
         number = partition_info["number"] if partition_info else 0
-        draw = np.random.default_rng([root, number, 1]).integers(0, n, len(part))
+        # A 64-bit key per row, which the shuffle hashes onto the n parts: each row lands in a
+        # uniformly random part, independently of the others. (Drawing the part number
+        # itself, 0..n-1, and letting the shuffle hash it sent whole numbers to one part:
+        # some parts empty, others doubled.)
+        draw = np.random.default_rng([root, number, 1]).integers(
+            np.iinfo(np.int64).min, np.iinfo(np.int64).max, len(part), dtype=np.int64
+        )
         return part.assign(**{_PART: draw})
 
     def mix(part: pd.DataFrame, partition_info=None) -> pd.DataFrame:
