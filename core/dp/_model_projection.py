@@ -24,6 +24,7 @@ import chex
 import numpy as np
 
 __all__ = [
+    "marginals_in_numpy",
     "mst_estimator",
     "numpy_projection_estimator",
     "project",
@@ -145,7 +146,7 @@ def unfitted_model(domain, loss_fn, *, potentials=None):
     (:func:`mst_estimator`). What OpenDP measures and charges does not depend on the estimator
     (its documented extension point); only what a model answers does.
     """
-    from mbi import CliqueVector, MarkovRandomField, marginal_oracles
+    from mbi import CliqueVector, MarkovRandomField
     from mbi.estimation import minimum_variance_unbiased_total
 
     cliques = [m.clique for m in loss_fn]
@@ -154,10 +155,41 @@ def unfitted_model(domain, loss_fn, *, potentials=None):
         potentials = CliqueVector.zeros(domain, cliques)
     if not all(potentials.supports(c) for c in cliques):
         potentials = potentials.expand(cliques)
-    marginals = marginal_oracles.message_passing_fast(potentials, total)
+    marginals = marginals_in_numpy(potentials, total)
     return with_numpy_projection(
         MarkovRandomField(potentials=potentials, marginals=marginals, total=total)
     )
+
+
+def marginals_in_numpy(potentials: Any, total: float) -> Any:
+    """The marginals of ``potentials`` over their own cliques, as ``mbi``'s message passing
+    gives them (a ``CliqueVector`` summing to ``total``), computed in numpy by :func:`project`.
+
+    Why: ``mbi.marginal_oracles.message_passing_fast`` is a JAX program compiled for each set
+    of cliques, and the cliques of an unfitted model are a new tree every time (the rehearsal's
+    tree is chosen on noise alone): 2-12 s of XLA compilation per call on 9 Adult columns, three
+    calls per MST release, for models nobody fits. Same numbers up to floating-point rounding
+    (``tests/core/dp/test_model_projection.py``).
+    """
+    from types import SimpleNamespace
+
+    import jax.numpy as jnp
+    from mbi import CliqueVector, Factor
+
+    domain = potentials.domain
+    # project() eliminates variables over the potentials when no held marginal covers the
+    # clique: a model holding none.
+    unmarginalized = SimpleNamespace(
+        potentials=potentials,
+        marginals=SimpleNamespace(cliques=[]),
+        domain=domain,
+        total=total,
+    )
+    arrays = {
+        clique: Factor(domain.project(clique), jnp.asarray(project(unmarginalized, clique)))
+        for clique in potentials.cliques
+    }
+    return CliqueVector(domain, list(potentials.cliques), arrays)
 
 
 def mst_estimator(domain, loss_fn, *, potentials=None):

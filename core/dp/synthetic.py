@@ -48,6 +48,7 @@ owner`).
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import hashlib
@@ -302,24 +303,47 @@ def _rho_for(epsilon: float, delta: float) -> float:
     return float(dp.m.make_gaussian(*space, scale=scale).map(1.0))
 
 
+#: True while :func:`_runs_at` rehearses a measurement on an empty table: its models are not
+#: fitted (:func:`_estimator`). A context variable, so a rehearsal in one thread leaves the
+#: draws of others as they are.
+_REHEARSING: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "privgate_synthetic_rehearsing", default=False
+)
+
+
+def _estimator(method: str, domain, loss_fn, *, potentials=None):
+    """The model OpenDP's MST/AIM asks for, looked up when it asks.
+
+    OpenDP's fit where a model is read; its scores (AIM's workload, MST's pairs) query the model
+    in numpy instead of eager JAX compiled anew for every shape; MST's last fit, which nobody
+    reads, is skipped (:mod:`~privgate.core.dp._model_projection`). In a rehearsal on an empty
+    table (:func:`_runs_at`) no model is fitted: nobody reads them, and OpenDP's measurement
+    and its privacy map do not depend on the estimator (its documented extension point), so
+    the measurement that is rehearsed is the very one that then runs on the data.
+    """
+    from privgate.core.dp import _model_projection
+
+    if _REHEARSING.get():
+        chosen = _model_projection.unfitted_model
+    elif method == "mst":
+        chosen = _model_projection.mst_estimator
+    else:
+        chosen = _model_projection.numpy_projection_estimator
+    return chosen(domain, loss_fn, potentials=potentials)
+
+
 def _measurement(columns, keys, config: SyntheticConfig, rho: float, estimator=None):
-    """The (ε, δ) contingency-table measurement over string-coded columns, and its ``d_in``."""
+    """The (ε, δ) contingency-table measurement over string-coded columns, and its ``d_in``.
+
+    ``estimator`` None: :func:`_estimator` (OpenDP's fit where MST/AIM reads the model, none in
+    a rehearsal).
+    """
     dp = _opendp()
     series = [dp.series_domain(c, dp.atom_domain(T=dp.String)) for c in columns]
     domain = dp.lazyframe_domain(series)
     metric = dp.frame_distance(dp.symmetric_distance())
     d_in = [dp.polars.Bound(per_group=1)]  # one record added or removed
-    if estimator is None:
-        # OpenDP's fit where a model is read; its scores (AIM's workload, MST's pairs) query the
-        # model in numpy instead of eager JAX compiled anew for every shape; MST's last fit,
-        # which nobody reads, is skipped (_model_projection).
-        from privgate.core.dp import _model_projection
-
-        if config.method == "mst":
-            estimator = _model_projection.mst_estimator
-        else:
-            estimator = _model_projection.numpy_projection_estimator
-    fit = {"estimator": estimator}
+    fit = {"estimator": estimator or functools.partial(_estimator, config.method)}
     if config.method == "mst":
         algorithm = dp.mbi.MST(measure_split=config.mst_measure_split, **fit)
     else:
@@ -492,30 +516,32 @@ def records_from_draw(
     return pd.DataFrame(out, columns=domains.columns), table, seed, dropped
 
 
-def _runs_at(columns, keys, config: SyntheticConfig, rho: float) -> bool:
-    """Whether OpenDP's measurement at ``rho`` completes, tried on an empty (public) table.
+def _runs_at(measurement, columns) -> bool:
+    """Whether OpenDP's ``measurement`` completes, tried on an empty (public) table.
 
     OpenDP 0.16's MST splits its selection budget in floating point and can refuse its own
     selection by one ulp at run time ("insufficient budget for query"), after the one-way
     marginals were already drawn: a draw lost and charged. The split depends on ρ and the
     columns only, never on the data, so a rehearsal on a table with no records (noise on
     public data costs nothing) with models that are not fitted (nobody reads them:
-    :func:`~privgate.core.dp._model_projection.unfitted_model`) finds such a ρ before anything
-    private is measured. AIM's later rounds depend on the data; the rehearsal covers its first ones.
+    :func:`_estimator`) finds such a ρ before anything private is measured. The measurement
+    rehearsed is the one built for the draw (no second OpenDP build: its scale searches are
+    most of a build's cost); it keeps no state between invocations. AIM's later rounds depend
+    on the data; the rehearsal covers its first ones.
     """
     import polars as pl
     from opendp.mod import OpenDPException
 
-    from privgate.core.dp._model_projection import unfitted_model
-
     empty = pl.LazyFrame({c: pl.Series(c, [], dtype=pl.String) for c in columns})
-    rehearsal, _ = _measurement(columns, keys, config, rho, estimator=unfitted_model)
+    token = _REHEARSING.set(True)
     try:
-        rehearsal(empty)
+        measurement(empty)
     except OpenDPException as error:
         if "insufficient budget" in str(error):
             return False
         raise
+    finally:
+        _REHEARSING.reset(token)
     return True
 
 
@@ -656,9 +682,10 @@ def _search_budget(columns, keys, config: SyntheticConfig):
     OpenDP's conversion rounds conservatively, so ρ is shrunk by a few ulps until the map is
     within the budget. For MST the measure split is the largest at or below the configured one
     whose selection budget OpenDP accepts (:func:`_mst_selection_fits`), confirmed by a
-    rehearsal on an empty table (:func:`_runs_at`) before the private table is measured; each
-    ρ is tried at that split (the measurement returned is always one whose own map was
-    checked), so when it fits and runs the measurement is built once.
+    rehearsal of the same measurement on an empty table (:func:`_runs_at`) before the private
+    table is measured; each ρ is tried at that split (the measurement returned is always one
+    whose own map was checked and that was rehearsed), so when it fits and runs the measurement
+    is built once.
     """
     rho = _rho_for(config.epsilon, config.delta)
     measurement = None
@@ -674,7 +701,7 @@ def _search_budget(columns, keys, config: SyntheticConfig):
         measurement = None
     if measurement is not None:
         if config.method != "mst":
-            if _runs_at(columns, keys, config, rho):
+            if _runs_at(measurement, columns):
                 return measurement, rho, epsilon, delta, config
         else:
             at_built_split = measurement, epsilon, delta
@@ -686,7 +713,7 @@ def _search_budget(columns, keys, config: SyntheticConfig):
                     measurement, d_in = _measurement(columns, keys, candidate, rho)
                     epsilon, delta = (float(x) for x in measurement.map(d_in))
                 fits = epsilon <= config.epsilon and delta <= config.delta
-                if fits and _runs_at(columns, keys, candidate, rho):
+                if fits and _runs_at(measurement, columns):
                     return measurement, rho, epsilon, delta, candidate
     raise PrivacyParameterError(
         f"{config.method}: no zCDP budget found within (epsilon={config.epsilon}, "

@@ -134,3 +134,35 @@ def test_mst_fits_where_it_reads_the_model_and_not_where_nobody_does(measurement
     uniform = unfitted_model(domain, measurements)
     value = np.asarray(uniform.marginals[("a", "b")].values)
     np.testing.assert_allclose(value, np.full_like(value, float(uniform.total) / value.size))
+
+
+def test_unfitted_models_hold_the_marginals_mbis_message_passing_gives(model) -> None:
+    """The marginals an unfitted model holds are computed in numpy (no XLA program per tree):
+    the same as ``mbi``'s compiled message passing on the same potentials, for the fitted
+    potentials of the fixture's model (cliques of one to three columns) and for a warm start
+    expanded to new cliques, and equal to the brute-force joint."""
+    from mbi import marginal_oracles
+
+    from privgate.core.dp._model_projection import marginals_in_numpy
+
+    total = float(model.total)
+    warm = model.potentials.expand([("a", "e"), ("b", "d")])
+    for potentials in (model.potentials, warm):
+        ours = marginals_in_numpy(potentials, total)
+        theirs = marginal_oracles.message_passing_fast(potentials, total)
+        assert list(ours.cliques) == list(potentials.cliques)
+        for clique in potentials.cliques:
+            assert tuple(ours[clique].domain.attributes) == tuple(clique)
+            np.testing.assert_allclose(
+                np.asarray(ours[clique].values),
+                np.asarray(theirs[clique].values),
+                rtol=1e-9,
+                atol=1e-9,
+                err_msg=str(clique),
+            )
+    joint = _joint(model)
+    names = list(SIZES)
+    held = marginals_in_numpy(model.potentials, total)[("c", "d", "e")].values
+    np.testing.assert_allclose(
+        np.asarray(held), joint.sum(axis=tuple(names.index(a) for a in "ab")), rtol=1e-9
+    )

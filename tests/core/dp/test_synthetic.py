@@ -120,7 +120,8 @@ def test_the_charge_is_the_map_of_the_measurement_that_ran(recorded_draw) -> Non
     OpenDP 0.16's MST can refuse its own selection budget by one ulp, so the budget search
     rehearses on an *empty* table: every measurement run before the charged draw saw no
     records, exactly one saw the private records, and the (ε, δ) charged is that measurement's
-    map at one added or removed record, within the release's (ε, δ). AIM:
+    map at one added or removed record, within the release's (ε, δ). The one rehearsal ran the
+    same OpenDP measurement object (its models not fitted), not a second build. AIM:
     ``test_synthetic_accounting.py``.
     """
     _, result, accountant, runs, _ = recorded_draw
@@ -129,6 +130,8 @@ def test_the_charge_is_the_map_of_the_measurement_that_ran(recorded_draw) -> Non
     assert rows[-1] == private and all(height == 0 for height in rows[:-1]), rows
     assert rows.count(private) == 1  # one draw on the private records
     _, ran, d_in = runs[-1]
+    # The rehearsal ran the very measurement that then ran on the records (built once).
+    assert rows == [0, private] and runs[0][1] is ran
     epsilon, delta = (float(x) for x in ran.map(d_in))
     (spend,) = accountant.entries
     assert (

@@ -73,6 +73,7 @@ def test_the_charge_is_the_map_of_the_measurement_that_ran(adult, recorded_aim) 
     assert rows[-1] == len(adult) and all(height == 0 for height in rows[:-1]), rows
     assert rows.count(len(adult)) == 1  # one draw on the private records
     _, ran, d_in = runs[-1]
+    assert rows == [0, len(adult)] and runs[0][1] is ran  # rehearsed: the same measurement
     epsilon, delta = (float(x) for x in ran.map(d_in))
     (spend,) = accountant.entries
     assert (spend.epsilon, spend.delta) == (epsilon, delta)
