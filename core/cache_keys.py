@@ -8,6 +8,7 @@ flow only passes tokens on.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -17,10 +18,13 @@ from privgate.core.policy import RANKED_ALGORITHMS, ReleasePolicy
 from privgate.core.publish import sha256_file
 
 __all__ = [
+    "CODE_PACKAGES",
     "STAGE_SECTIONS",
     "PartitionedTokens",
     "StageTokens",
     "cache_token",
+    "code_digest",
+    "code_version",
     "partitioned_tokens",
     "stage_tokens",
     "utility_token",
@@ -40,10 +44,40 @@ STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: privgate's subpackages whose code computes a stage's result (not tests or benchmarks).
+CODE_PACKAGES = ("core", "validations", "tasks", "flows")
+
+
+def code_digest(root: Path) -> str:
+    """sha256 over every ``.py`` file of :data:`CODE_PACKAGES` under ``root``, each by its
+    relative name and content (tests and benchmarks are not part of it)."""
+    digest = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for path in sorted((Path(root) / package).rglob("*.py")):
+            digest.update(f"{path.relative_to(root).as_posix()}:".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+@functools.cache
+def code_version() -> str:
+    """The running privgate's code (:func:`code_digest` of the package's folder; computed once
+    per process, about 15 ms).
+
+    Why it is in every token: Prefect's ``TASK_SOURCE`` hashes only the task function's own
+    lines, so a fix in ``core`` or ``validations`` (a schema check, the frequency set, the
+    search) left every key equal, and a run retried or repeated after an upgrade took the old
+    code's validation verdict or plan ``Cached`` (review9 F1).
+    """
+    return code_digest(Path(__file__).resolve().parent.parent)
+
+
 def cache_token(policy: ReleasePolicy, input_sha256: str, *sections: str) -> str:
-    """A key for a stage's cached result: the data, the policy sections the stage reads, and
-    the content of every file those sections name (hierarchies, the population)."""
+    """A key for a stage's cached result: the data, the policy sections the stage reads, the
+    content of every file those sections name (hierarchies, the population), and the code that
+    computes it (:func:`code_version`)."""
     digest = hashlib.sha256(input_sha256.encode())
+    digest.update(f":code={code_version()}".encode())
     dumped = policy.model_dump(mode="json", include=set(sections) or None)
     digest.update(json.dumps(dumped, sort_keys=True).encode())
     if not sections or "columns" in sections:

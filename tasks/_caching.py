@@ -15,16 +15,35 @@ for at most the retention period (:mod:`privgate.core.retention`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 from privgate.core.retention import retention_days
 from privgate.tasks.results import RESULT_STORAGE, DatasetScoped, SealedSerializer
 
+
+@dataclass
+class TokenKeyed(DatasetScoped):
+    """:class:`DatasetScoped`, and no key at all (nothing reused) when the call's
+    ``cache_token`` is ``None``: the key leaves out the table, the policy and the setup because
+    the token stands for them, so without a token two different inputs would share one key
+    (review9 F2: ``frequency_task`` and ``search_task`` accept ``cache_token=None``)."""
+
+    def compute_key(
+        self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any
+    ) -> str | None:
+        if inputs.get("cache_token") is None:
+            return None
+        return super().compute_key(task_ctx, inputs, flow_parameters, **kwargs)
+
+
 #: The task's code plus its inputs, minus those that never enter a key (the token covers them),
-#: prefixed with the dataset so that each dataset's results sit in their own folder.
-CACHE_BY_TOKEN = DatasetScoped(
+#: prefixed with the dataset so that each dataset's results sit in their own folder; no key
+#: without a token.
+CACHE_BY_TOKEN = TokenKeyed(
     base=TASK_SOURCE
     + (
         INPUTS

@@ -63,3 +63,38 @@ def test_partitioned_tokens_change_with_what_each_stage_reads(tmp_path):
     assert tokens.validate_sample("{'rows': 10, 'of_rows': 20, 'seed': 0}") != every_row
     assert tokens.validate_sample("{'rows': 10, 'of_rows': 20, 'seed': 1}") != every_row
     assert tokens.validate_sample("every row") == every_row
+
+
+def test_every_token_changes_with_privgate_code(tmp_path, monkeypatch):
+    """A fix in core or validations redoes the stages: Prefect's TASK_SOURCE sees only the
+    task wrapper's lines, so the code's digest is in every token (review9 F1)."""
+    from privgate.core import cache_keys
+    from privgate.core.cache_keys import partitioned_tokens, utility_token
+
+    policy = _policy(tmp_path)
+    before = (stage_tokens(policy, "sha"), partitioned_tokens(policy, "sha"))
+    monkeypatch.setattr(cache_keys, "code_version", lambda: "another release of privgate")
+    after = (stage_tokens(policy, "sha"), partitioned_tokens(policy, "sha"))
+    for old, new in zip(before, after, strict=True):
+        for name, value in vars(old).items():
+            assert vars(new)[name] != value, name
+    assert utility_token(after[0].anonymize, policy) != utility_token(before[0].anonymize, policy)
+
+
+def test_the_code_digest_follows_the_engine_code_not_the_tests(tmp_path):
+    from privgate.core.cache_keys import code_digest, code_version
+
+    for name in ("core/a.py", "validations/b.py", "tasks/c.py", "flows/d.py", "tests/t.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    first = code_digest(tmp_path)
+    assert code_digest(tmp_path) == first
+    (tmp_path / "tests/t.py").write_text("x = 2\n")  # a test is not the code that computes
+    assert code_digest(tmp_path) == first
+    for name in ("core/a.py", "validations/b.py", "tasks/c.py", "flows/d.py"):
+        (tmp_path / name).write_text("x = 3\n")
+        assert code_digest(tmp_path) != first, name
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / "core/new.py").write_text("")
+    assert code_digest(tmp_path) != first
+    assert len(code_version()) == 64  # the installed package's own
