@@ -1,11 +1,12 @@
 """How stage results are kept for reruns.
 
 A stage's result is persisted and keyed by the task's source and its light inputs: a
-``cache_token`` (data fingerprint + the policy sections the stage reads + hierarchy files, see
-:mod:`privgate.core.cache_keys`). Heavy or derived inputs (the table, the policy object, the
-search setup, the hierarchies, the ranking, the partitioned path's frequency set and sample) are
-excluded from the key; the token already stands for them. Retrying a failed flow run then
-re-executes only the failed stage and what follows it: earlier stages show ``Cached``.
+``cache_token`` (data fingerprint + the policy sections the stage reads + hierarchy files +
+the digest of privgate's own code, see :mod:`privgate.core.cache_keys`). Heavy or derived
+inputs (the table, the policy object, the search setup, the hierarchies, the ranking, the
+partitioned path's frequency set and sample) are excluded from the key; the token already
+stands for them. Retrying a failed flow run then re-executes only the failed stage and what
+follows it: earlier stages show ``Cached``.
 
 The results are private (the ingest stage's result *is* the input), so they are kept the way
 :mod:`privgate.tasks.results` describes: sealed (no pickle; encrypted when the data owner
