@@ -1,8 +1,9 @@
 """The release flow for tables larger than memory: what ``privgate run`` takes above a size.
 
 fingerprint -> frequency set -> validate (a seeded sample) -> search -> loss + utility gate
--> generalize + write (Parquet parts) -> verify + gate (every written row) -> report,
-manifest -> atomic publish.
+-> generalize + write (Parquet parts) -> fingerprint again (the passes read one file: a file
+rewritten meanwhile is refused) -> verify + gate (every written row) -> report, manifest ->
+atomic publish.
 
 Why a flow of its own: the in-memory release flow (:mod:`privgate.flows.release`) holds the
 table as pandas frames from ingest on (10M rows of Adult passed 5 GiB); this one holds the
@@ -34,6 +35,7 @@ from privgate.core.cache_keys import partitioned_tokens
 from privgate.core.engine_choice import partitioned_blockers
 from privgate.core.exceptions import (
     GateBlockedError,
+    IngestError,
     PolicyError,
     PrivgateError,
     UtilityBlockedError,
@@ -116,6 +118,12 @@ def _release(parameters: ReleaseParameters, engine: dict) -> State:
     staged = stage_folder(policy.output.directory, policy.dataset, release_id, policy.output.mode)
     try:
         write_task(plan, policy, setup, staged.release_file, BLOCKSIZE)
+        if fingerprint_task(policy) != sha256:  # every pass read the file fingerprinted
+            raise IngestError(
+                f"the input {policy.input.path} changed while the run read it (sha256 "
+                f"{sha256[:12]} at the start): its passes read different rows; nothing is "
+                "published, run again once the file is complete"
+            )
         try:
             decision = verify_task(staged.release_file, setup, n_rows, reference)
         except GateBlockedError as exc:

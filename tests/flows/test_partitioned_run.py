@@ -293,3 +293,39 @@ def test_a_run_that_failed_at_the_gate_is_retried_from_its_cached_search_and_pub
     assert again.is_completed() and "already published by run" in again.message
     assert list((out / "adult").iterdir()) == [release] and len(verified) == 2
     assert json.loads((release / "manifest.json").read_text()) == manifest
+
+
+def test_an_input_rewritten_while_the_run_reads_it_is_refused_not_published(
+    scaled_csv, tmp_path, monkeypatch
+):
+    """The partitioned path reads its input in several passes (frequency set, sample, write)
+    after fingerprinting it once; a nightly export rewriting the file in place between them
+    made a release from rows other than those searched and validated, published under the
+    first file's sha256 (review9 F3). Here the rows are put in reverse order just before the
+    write pass (same rows, so the gate itself passes): the run is refused, nothing published,
+    no staging folder left."""
+    from privgate.flows.parameters import ReleaseParameters
+    from privgate.flows.partitioned import partitioned_release_flow
+    from privgate.tasks import scale as scale_tasks
+
+    source = tmp_path / "nightly.csv"
+    source.write_bytes(scaled_csv.read_bytes())
+    out = tmp_path / "out"
+    params = ReleaseParameters(
+        policy_path=str(ADULT_POLICY),
+        release_date=date(2026, 11, 28),
+        k=7,
+        overrides={"input.path": str(source), "output.directory": str(out)},
+    )
+    real_write = scale_tasks.write_stage
+
+    def rewritten_then_write(*args, **kwargs):
+        header, *rows = source.read_text(encoding="utf-8").splitlines(keepends=True)
+        source.write_text(header + "".join(reversed(rows)), encoding="utf-8")
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr(scale_tasks, "write_stage", rewritten_then_write)
+    state = partitioned_release_flow(params, return_state=True)
+    assert state.is_failed(), state.message
+    assert "changed while" in state.message
+    assert list((out / "adult").iterdir()) == []  # no release, no staging folder
