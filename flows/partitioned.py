@@ -134,6 +134,7 @@ def _release(parameters: ReleaseParameters, engine: dict) -> State:
             metrics=release_metrics(facts, loss, plan, n_rows), decision=decision, utility=utility,
             utility_decision=utility_decision, engine=engine, input_suite=suite,
             run_id=str(flow_run.get_id() or ""), input_warnings=warnings,
+            schema_sample=None if sample is None else sample.to_dict(),
         )  # fmt: skip
         if not (decision.passed and utility_decision.passed):
             error = blocked_refusal(release_id, decision, utility_decision)

@@ -72,6 +72,11 @@ def test_above_the_threshold_run_takes_the_partitioned_path_and_publishes_the_sa
         "note": manifest["expectations"]["input"]["sample"]["note"],
     }  # fmt: skip
     assert manifest["expectations"]["input"]["success"] is True
+    # The schema ran on that sample too (review9 F4), the sensitive values on every row.
+    assert manifest["input"]["validated"] == {
+        "schema": {"rows": 20_000, "of_rows": 60_000, "seed": 0},
+        "sensitive_values": "every row",
+    }
     report = (auto / "report.html").read_text()
     assert "a seeded random sample of 20,000 of 60,000 rows (seed 0)" in report
 
