@@ -126,15 +126,21 @@ def test_releases_from_a_kept_search_draw_fresh_noise_within_the_budget(
 
 
 def test_a_corrupted_file_is_ignored_searched_again_and_replaced(
-    searched, adult, kept_dir, monkeypatch
+    searched, kept_dir, monkeypatch
 ) -> None:
+    """What a release asks for first (:func:`~privgate.core.dp.synthetic._budgeted_measurement`
+    of its declared setting): with a torn file it searches again and gets the search's result.
+    No draw is made: what follows the search in a release does not read the file (the releases
+    above draw from a kept one)."""
     name, text, first = searched
     kept_dir.mkdir()
     (kept_dir / name).write_text(text[: len(text) // 2])  # a torn write
     searches = _Searches(monkeypatch)
-    result, _ = _release(adult.iloc[:1500], _ledger(kept_dir), "r1")
+    keys = {name: list(values) for name, values in KEYS.items()}
+    _, rho, epsilon, delta, chosen = synthetic._budgeted_measurement(COLUMNS, keys, CONFIG)
     assert searches.count == 1
-    assert result.rho == first.rho and result.spend == first.spend
+    assert (rho, epsilon, delta) == (first.rho, first.spend.epsilon, first.spend.delta)
+    assert chosen.mst_measure_split == first.settings["mst_measure_split"]
     assert json.loads((kept_dir / name).read_text()) == json.loads(text)
 
 
