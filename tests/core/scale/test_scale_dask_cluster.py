@@ -36,6 +36,14 @@ def client():
         yield client
 
 
+@pytest.fixture(scope="module")
+def adult_k5_run(client, adult_policy, tmp_path_factory):
+    """The policy's own release (5-anonymity) on Dask, 300 KB blocks, run once per module: the
+    comparison with the pandas path and the distributed gate's verdict read the same folder."""
+    folder = tmp_path_factory.mktemp("adult-k5") / "release"
+    return anonymize_dask(adult_policy, folder, blocksize="300KB", shuffle_seed=1)
+
+
 def _sorted_rows(frame: pd.DataFrame) -> pd.DataFrame:
     text = frame.astype("str").reset_index(drop=True)
     return text.sort_values(list(text.columns)).reset_index(drop=True)
@@ -68,14 +76,17 @@ def _pandas_release(policy):
     ids=["adult-k5", "scaled60k-k3", "scaled60k-k4-l2"],
 )
 def test_dask_release_equals_pandas_release(
-    client, adult_policy, scaled_adult, tmp_path, data, overrides, blocksize
+    request, client, adult_policy, scaled_adult, tmp_path, data, overrides, blocksize
 ):
     policy = adult_policy.with_overrides(**overrides)
     if data == "scaled":
         policy = policy.with_overrides(**{"input.path": str(scaled_adult)})
     expected, expected_decision = _pandas_release(policy)
 
-    run = anonymize_dask(policy, tmp_path / "release", blocksize=blocksize, shuffle_seed=1)
+    if data == "adult":  # the module's run of this very policy and block size
+        run = request.getfixturevalue("adult_k5_run")
+    else:
+        run = anonymize_dask(policy, tmp_path / "release", blocksize=blocksize, shuffle_seed=1)
 
     written = pd.read_parquet(run.output)
     assert run.decision.passed
@@ -87,8 +98,8 @@ def test_dask_release_equals_pandas_release(
     assert len(list(run.output.glob("*.parquet"))) > 1  # really partitioned
 
 
-def test_distributed_gate_blocks_what_the_gate_blocks(client, adult_policy, tmp_path):
-    run = anonymize_dask(adult_policy, tmp_path / "release", blocksize="300KB")
+def test_distributed_gate_blocks_what_the_gate_blocks(adult_k5_run, adult_policy):
+    run = adult_k5_run
     models = [KAnonymity(k=50)]
     ours = verify_parquet_release(
         run.output, adult_policy.quasi_identifiers, models, input_rows=30162, suppression_limit=0.0
@@ -136,8 +147,17 @@ def _arx_t_closeness_policy(adult_policy):
     return type(adult_policy).model_validate(spec)
 
 
+@pytest.fixture(scope="module")
+def t_closeness_run(client, adult_policy, tmp_path_factory):
+    """ARX's t-closeness case released on Dask once per module (1 MB blocks): the pandas
+    comparison and the wrong-reference check read the same release folder."""
+    policy = _arx_t_closeness_policy(adult_policy)
+    folder = tmp_path_factory.mktemp("t-closeness") / "release"
+    return anonymize_dask(policy, folder, blocksize="1MB", shuffle_seed=2)
+
+
 def test_arx_t_closeness_case_publishes_on_dask_with_the_pandas_gates_numbers(
-    client, adult_policy, tmp_path
+    t_closeness_run, adult_policy
 ):
     """One t-closeness definition on both paths: the Dask gate compares each class with the
     input's distribution (suppressed records included), as the search and the pandas gate do.
@@ -154,7 +174,7 @@ def test_arx_t_closeness_case_publishes_on_dask_with_the_pandas_gates_numbers(
         **setup.gate_limits(ingested.rows),
     )
 
-    run = anonymize_dask(policy, tmp_path / "release", blocksize="1MB", shuffle_seed=2)
+    run = t_closeness_run
 
     assert run.summary["suppressed"] == table.result.n_suppressed == 1384
     assert run.levels == table.result.levels
@@ -166,10 +186,10 @@ def test_arx_t_closeness_case_publishes_on_dask_with_the_pandas_gates_numbers(
     assert not old.passed and "reaches 0.202777" in old.reasons[0]
 
 
-def test_a_reference_that_does_not_name_the_released_values_blocks(client, adult_policy, tmp_path):
+def test_a_reference_that_does_not_name_the_released_values_blocks(t_closeness_run, adult_policy):
     policy = _arx_t_closeness_policy(adult_policy)
     setup = SearchSetup.from_policy(policy)
-    run = anonymize_dask(policy, tmp_path / "release", blocksize="1MB")
+    run = t_closeness_run
     wrong = {"occupation": {"Tech-support": 30162}}
     decision = verify_parquet_release(
         run.output,
