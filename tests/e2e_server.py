@@ -18,9 +18,11 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import prefect_db
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -67,8 +69,13 @@ def stop(process: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """A real `prefect server` on a free loopback port, with its own home and database."""
+    """A real `prefect server` on a free loopback port, with its own home and database.
+
+    The database starts as a copy of one already migrated (:mod:`prefect_db`), as on any
+    restart of a user's server: the first start's migrations took most of its start-up.
+    """
     home = tmp_path_factory.mktemp("prefect-home")
+    seeded = prefect_db.seed(home / "prefect.db")  # where Prefect puts it by default
     port = free_port()
     env = dict(
         os.environ,
@@ -96,7 +103,9 @@ def server(tmp_path_factory):
             return False
 
     try:
-        wait(healthy, 300, "the Prefect server")
+        wait(healthy, 300, "the Prefect server", interval=0.1)
+        if not seeded:
+            prefect_db.keep(home / "prefect.db")  # before anything else is written
         yield {"api": api, "env": env, "home": home, "port": port}
     finally:
         stop(process)
@@ -252,37 +261,47 @@ def browser_or_skip():
     return sync_playwright
 
 
-def screenshot_failed_run(port: int, run_id: str, name: str) -> None:
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for a file's steps in the UI (each opens its own page in a fresh context):
+    a browser's start cost about 3 s of CPU and a few seconds of wall time per step."""
+    sync_playwright = browser_or_skip()
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@contextmanager
+def new_page(browser):
+    """A page of a fresh browser context (no cookies or storage from an earlier step)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def screenshot_failed_run(browser, port: int, run_id: str, name: str) -> None:
     """The failed run's page in Chromium, on its task-runs tab (kept in test-artifacts/)."""
-    sync_playwright = browser_or_skip()
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
-            page.get_by_text("Failed").first.wait_for(timeout=30_000)
-            page.get_by_text("Task Runs", exact=True).first.click()
-            page.get_by_text("utility-gate").first.wait_for(timeout=30_000)
-            page.screenshot(path=str(ARTIFACTS / name), full_page=True)
-        finally:
-            browser.close()
+    with new_page(browser) as page:
+        page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
+        page.get_by_text("Failed").first.wait_for(timeout=30_000)
+        page.get_by_text("Task Runs", exact=True).first.click()
+        page.get_by_text("utility-gate").first.wait_for(timeout=30_000)
+        page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
-def retry_from_the_ui(port: int, run_id: str) -> None:
+def retry_from_the_ui(browser, port: int, run_id: str) -> None:
     """Click Retry on the Crashed run's page, as an operator would (screenshots kept)."""
-    sync_playwright = browser_or_skip()
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
-            page.get_by_text("Crashed").first.wait_for(timeout=30_000)
-            page.screenshot(path=str(ARTIFACTS / "ui-crashed-run.png"), full_page=True)
-            page.get_by_role("button", name="Retry", exact=True).click()
-            page.get_by_role("dialog").get_by_role("button", name="Retry", exact=True).click()
-            page.wait_for_timeout(1000)
-            page.screenshot(path=str(ARTIFACTS / "ui-crashed-run-retried.png"), full_page=True)
-        finally:
-            browser.close()
+    with new_page(browser) as page:
+        page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
+        page.get_by_text("Crashed").first.wait_for(timeout=30_000)
+        page.screenshot(path=str(ARTIFACTS / "ui-crashed-run.png"), full_page=True)
+        page.get_by_role("button", name="Retry", exact=True).click()
+        page.get_by_role("dialog").get_by_role("button", name="Retry", exact=True).click()
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(ARTIFACTS / "ui-crashed-run-retried.png"), full_page=True)

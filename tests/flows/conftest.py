@@ -1,11 +1,12 @@
-"""Flow tests run against the session's Prefect test server (``prefect_harness``); the
-end-to-end files (``test_server_*.py``) also start a real server and ``privgate serve`` of their
-own (``server``, ``served``: :mod:`e2e_server`)."""
+"""Flow tests run against the session's Prefect test server (``prefect_harness``), except the
+end-to-end files (``test_server_*.py``): they start a real server, ``privgate serve`` and one
+Chromium of their own (``server``, ``served``, ``browser``: :mod:`e2e_server`) and replace
+``_prefect`` below, so they do not start the test server."""
 
 from __future__ import annotations
 
 import pytest
-from e2e_server import served, server  # noqa: F401 - fixtures of the end-to-end files
+from e2e_server import browser, served, server  # noqa: F401 - fixtures of the end-to-end files
 
 
 @pytest.fixture(autouse=True)

@@ -32,6 +32,18 @@ from e2e_server import (
     write_dp_policy,
 )
 
+#: A real server, a serving process and browsers (``tests/conftest.py`` marks a test slow by
+#: its fixtures; this file does not use the session's test server).
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _prefect():
+    """Replaces ``tests/flows/conftest.py``'s: these tests talk to their own server
+    (``server``), never to the session's Prefect test server, so they do not start it."""
+    yield
+
+
 _STAGING_OWNER = re.compile(r"\.(\d+)\.\d+-[0-9a-f]{8}$")
 
 
@@ -66,7 +78,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_runs_killed_with_their_worker_become_crashed_and_a_retry_publishes_once(
-    server, served, tmp_path
+    server, served, browser, tmp_path
 ):
     """A host crash mid-run: a k-anonymous and a DP release are running in the served process;
     each is frozen once it has staged its release, then the serving process and both flow-run
@@ -120,7 +132,7 @@ def test_runs_killed_with_their_worker_become_crashed_and_a_retry_publishes_once
     message = run_state(api, runs["k"])["state"]["message"]
     assert "no heartbeat" in message, message
 
-    retry_from_the_ui(server["port"], runs["k"])
+    retry_from_the_ui(browser, server["port"], runs["k"])
     retry_from_the_cli(server, runs["dp"])
     for name, run_id in runs.items():
         run = wait_terminal(api, run_id)

@@ -15,10 +15,8 @@ import httpx
 import pytest
 from e2e_server import (
     ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_FLAGS,
-    browser_or_skip,
     create_run,
+    new_page,
     retry_from_the_cli,
     screenshot_failed_run,
     task_runs,
@@ -27,6 +25,17 @@ from e2e_server import (
     write_dp_policy,
     write_policy,
 )
+
+#: A real server, a serving process and browsers (``tests/conftest.py`` marks a test slow by
+#: its fixtures; this file does not use the session's test server).
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _prefect():
+    """Replaces ``tests/flows/conftest.py``'s: these tests talk to their own server
+    (``server``), never to the session's Prefect test server, so they do not start it."""
+    yield
 
 
 def test_schedule_read_back_from_the_api_is_nightly(served):
@@ -61,7 +70,7 @@ def test_quick_run_completes_and_publishes(server, served):
 
 
 def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_stages(
-    server, served, tmp_path
+    server, served, browser, tmp_path
 ):
     """The policy demands an unreachable utility (total loss <= 0.01): the run fails at the
     utility gate. The data owner relaxes the threshold in the policy file; `prefect flow-run
@@ -98,7 +107,7 @@ def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_sta
     assert tasks["utility-gate"]["type"] == "FAILED", tasks
     assert "max_loss" in tasks["utility-gate"]["message"], tasks["utility-gate"]
     assert {n for n, t in tasks.items() if t["type"] == "FAILED"} == {"utility-gate"}, tasks
-    screenshot_failed_run(server["port"], run_id, "ui-blocked-run.png")
+    screenshot_failed_run(browser, server["port"], run_id, "ui-blocked-run.png")
     first = {name: state["name"] for name, state in tasks.items()}
     assert first["anonymize"] == "Completed", first  # k=6 is new: the search ran
     assert not (output / "adult").exists() or not list((output / "adult").glob("*/manifest.json"))
@@ -161,44 +170,37 @@ def test_dp_run_failing_the_utility_check_is_retried_without_a_second_spend(
     shutil.rmtree(output)
 
 
-def test_custom_run_from_the_ui_form_completes(server, served):
+def test_custom_run_from_the_ui_form_completes(server, served, browser):
     """Open the deployment in the UI, fill the parameter form (k = 8), click Run, and see the
     flow run reach Completed with that parameter."""
-    sync_playwright = browser_or_skip()
     api, port = server["api"], server["port"]
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/deployments")
-            page.get_by_role("link", name="adult-nightly").click()
-            page.wait_for_url("**/deployments/deployment/**")
-            run_button = page.get_by_role("button", name="Run", exact=True)
-            run_button.wait_for()
-            run_button.click()
-            page.get_by_text("Custom run", exact=True).click()
-            page.get_by_text("K (Optional)", exact=True).wait_for()
-            # K is optional (int or None): switch it to an integer and type 8.
-            k_field = page.locator("div").filter(has=page.get_by_text("K (Optional)", exact=True))
-            k_field.get_by_role("button", name="int", exact=True).last.click()
-            k_field.get_by_role("spinbutton").last.fill("8")
-            page.screenshot(path=str(ARTIFACTS / "ui-custom-run-form.png"), full_page=True)
-            page.get_by_role("button", name="Submit", exact=True).click()
-            # The UI leaves the form once the run is created.
-            page.wait_for_url(lambda url: "/run?" not in url, timeout=90_000)
+    with new_page(browser) as page:
+        page.goto(f"http://127.0.0.1:{port}/deployments")
+        page.get_by_role("link", name="adult-nightly").click()
+        page.wait_for_url("**/deployments/deployment/**")
+        run_button = page.get_by_role("button", name="Run", exact=True)
+        run_button.wait_for()
+        run_button.click()
+        page.get_by_text("Custom run", exact=True).click()
+        page.get_by_text("K (Optional)", exact=True).wait_for()
+        # K is optional (int or None): switch it to an integer and type 8.
+        k_field = page.locator("div").filter(has=page.get_by_text("K (Optional)", exact=True))
+        k_field.get_by_role("button", name="int", exact=True).last.click()
+        k_field.get_by_role("spinbutton").last.fill("8")
+        page.screenshot(path=str(ARTIFACTS / "ui-custom-run-form.png"), full_page=True)
+        page.get_by_role("button", name="Submit", exact=True).click()
+        # The UI leaves the form once the run is created.
+        page.wait_for_url(lambda url: "/run?" not in url, timeout=90_000)
 
-            def submitted():
-                body = {"deployments": {"id": {"any_": [served.deployment["id"]]}}}
-                runs = httpx.post(f"{api}/flow_runs/filter", json=body, timeout=10).json()
-                return next((r for r in runs if r["parameters"]["parameters"].get("k") == 8), None)
+        def submitted():
+            body = {"deployments": {"id": {"any_": [served.deployment["id"]]}}}
+            runs = httpx.post(f"{api}/flow_runs/filter", json=body, timeout=10).json()
+            return next((r for r in runs if r["parameters"]["parameters"].get("k") == 8), None)
 
-            run = wait_terminal(api, wait(submitted, 30, "the submitted run")["id"])
-            page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run['id']}")
-            page.get_by_text("Completed").first.wait_for(timeout=30_000)
-            page.screenshot(path=str(ARTIFACTS / "ui-custom-run-completed.png"), full_page=True)
-        finally:
-            browser.close()
+        run = wait_terminal(api, wait(submitted, 30, "the submitted run")["id"])
+        page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run['id']}")
+        page.get_by_text("Completed").first.wait_for(timeout=30_000)
+        page.screenshot(path=str(ARTIFACTS / "ui-custom-run-completed.png"), full_page=True)
     assert run["state"]["type"] == "COMPLETED", run["state"]
     assert run["parameters"]["parameters"]["k"] == 8
     assert "gate PASSED" in run["state"]["message"]
