@@ -95,15 +95,21 @@ class Reference:
         self.prior = {v: w / persons for v, w in total.items()}  # t-closeness' reference
         #: The ordered distance spaces the values the input holds (as the search and the gate)
         self.values = sorted(set(frame["s"]))
+        #: ``classes`` by (node, kept persons): the fixed point's last round, the risk rounds
+        #: and the final check ask for the same classes; they are derived once (read only).
+        self._classes: dict[tuple, list[tuple[set, dict[str, Fraction], dict]]] = {}
 
     def classes(self, node, kept: set) -> list[tuple[set, dict[str, Fraction], dict]]:
         """Each class's persons, person weights, and the values each person holds there."""
-        rows = self.frame[self.frame["person"].isin(kept)]
-        labels = _generalized(rows, node)
-        return [
-            (set(g["person"]), _weights(g), g.groupby("person")["s"].agg(set).to_dict())
-            for _, g in rows.groupby(labels)
-        ]
+        key = (tuple(node), frozenset(kept))
+        if key not in self._classes:
+            rows = self.frame[self.frame["person"].isin(kept)]
+            labels = _generalized(rows, node)
+            self._classes[key] = [
+                (set(g["person"]), _weights(g), g.groupby("person")["s"].agg(set).to_dict())
+                for _, g in rows.groupby(labels)
+            ]
+        return self._classes[key]
 
     def class_ok(
         self, model, people: set, weights: dict[str, Fraction], held: dict, units: int = 0
