@@ -18,7 +18,7 @@ export GX_ANALYTICS_ENABLED := false
 
 help:
 	@echo 'make demo       the whole pipeline on built-in synthetic census data'
-	@echo 'make test       every test: what CI runs (-n 2, two pytest-xdist workers)'
+	@echo 'make test       every test: what CI runs (-n 3 pytest-xdist workers; TEST_WORKERS=N to change)'
 	@echo 'make test-fast  the inner loop: every test not marked slow (-m "not slow", -n 2)'
 	@echo '                slow = a Prefect or PostgreSQL server, the adult fixture (whole Adult),'
 	@echo '                a browser, child processes, JAX, an exhaustive reference or a search'
@@ -46,17 +46,22 @@ $(STAMP): requirements.lock requirements-pycanon.lock requirements-anonymeter.lo
 demo: install
 	$(BIN)/privgate demo
 
-# Every test (what CI runs), on two pytest-xdist workers: each has its own Prefect test server,
-# PostgreSQL server, result storage and data folders (tests/conftest.py). --dist loadfile keeps
-# a file on one worker, so its module fixtures (a real Prefect server, an MST draw) start once;
-# the files with slow tests go first (tests/conftest.py; --no-loadscope-reorder keeps that order
-# instead of xdist's largest-file-first). Serial: .venv/bin/python -m pytest -q
+# Every test (what CI runs), on TEST_WORKERS pytest-xdist workers (3 by default): each has its
+# own Prefect test server, PostgreSQL server, result storage and data folders (tests/conftest.py).
+# Three on this 2-core machine because the tests wait a quarter of the time (servers starting,
+# flow-run processes, Prefect's heartbeat clock): two workers kept the cores busy 152 % of 200 %
+# at idle (1008 s user + 73 s system CPU in 707 s, 2026-11-26); a third fills the waits.
+# --dist loadfile keeps a file on one worker, so its module fixtures (a real Prefect server, an
+# MST draw) start once; the files are handed out longest first from tests/file_durations.json
+# (tests/file_order.py; --no-loadscope-reorder keeps that order instead of xdist's
+# largest-file-first by test count). Serial: .venv/bin/python -m pytest -q
 #
 # PYTHONDONTWRITEBYTECODE is cleared for the test run so that the project's modules and the
 # assertion-rewritten test modules are compiled once (into __pycache__/, git-ignored), not in
 # every worker and child process on every run: it halves the collection time.
+TEST_WORKERS ?= 3
 test: install
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The inner loop: the unit tests, on small tables; everything marked slow is left out (it still
 # runs in make test and CI), on two pytest-xdist workers. Every test that requests the Prefect

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import file_order
 import pytest
 from adult_reference import ADULT_POLICY
 from bad_input_corpus import GOOD_ROWS, POLICY_YAML, Case, csv_text
@@ -47,8 +48,8 @@ os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", tempfile.mkdtemp(prefix="pri
 # imports Prefect; an explicit PREFECT_HOME is kept.
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="privgate-prefect-home-"))
 
-# One BLAS/OpenMP thread per test process. `make test` runs two pytest-xdist workers on this
-# 2-core machine: OpenBLAS's default of one thread per core gives four threads on two cores, and
+# One BLAS/OpenMP thread per test process. `make test` runs three pytest-xdist workers on this
+# 2-core machine: OpenBLAS's default of one thread per core gives six threads on two cores, and
 # its waiting threads spin. The tests' matrices are small, so extra threads buy nothing and cost a
 # lot: one FELP fit took 72 ms with OpenBLAS's two threads and 5 ms with one at a load average of
 # 14 (`tests/core/dp/test_felp.py`). The variables reach child processes and libraries loaded
@@ -254,16 +255,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     a large sample of OpenDP noise, an exhaustive reference over many nodes or subsets, or a
     search over a real dataset outside the ``adult`` fixture (more than ~2 s on their own).
 
-    On pytest-xdist workers (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``)
-    the files with slow tests are handed out first, so that a long file never starts last while
-    the other worker idles; within each group the collection order holds. A serial run keeps
-    the collection order.
+    On pytest-xdist workers (``make test``: ``--dist loadfile --no-loadscope-reorder``) the
+    files are handed out longest first from a recorded run (:mod:`file_order`), so that a long
+    file never starts last while the other workers idle; within a file the collection order
+    holds. A serial run keeps the collection order.
     """
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
     if hasattr(config, "workerinput"):  # an xdist worker: its order is what gets scheduled
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        file_order.longest_first(items, file_order.load_record())
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-file-durations",
+        metavar="PATH",
+        help="write the seconds each test file took (setup + call + teardown) to PATH as JSON; "
+        "make test hands files to its workers longest first from tests/file_durations.json",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("--record-file-durations")
+    if path and not hasattr(config, "workerinput"):  # the controlling process sees every report
+        config.pluginmanager.register(file_order.DurationRecorder(Path(path)), "file-durations")
 
 
 @pytest.fixture(scope="session")
