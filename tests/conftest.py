@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import file_order
+import prefect_db
 import pytest
 from adult_reference import ADULT_POLICY
 from bad_input_corpus import GOOD_ROWS, POLICY_YAML, Case, csv_text
@@ -45,8 +46,12 @@ os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", tempfile.mkdtemp(prefix="pri
 # Prefect's home (its profiles and the temporary server's database) too: a test that runs
 # `privgate run` in a child process without the test server's URL starts a temporary server,
 # which created and migrated ~/.prefect/prefect.db, the user's real one. Set before anything
-# imports Prefect; an explicit PREFECT_HOME is kept.
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="privgate-prefect-home-"))
+# imports Prefect; an explicit PREFECT_HOME is kept. The temporary server's database there starts
+# as a copy of an already migrated one (:mod:`prefect_db`), so the first such child does not
+# spend its start-up migrating an empty file.
+if "PREFECT_HOME" not in os.environ:
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="privgate-prefect-home-")
+    prefect_db.seed(Path(os.environ["PREFECT_HOME"]) / "prefect.db")
 
 # One BLAS/OpenMP thread per test process. `make test` runs three pytest-xdist workers on this
 # 2-core machine: OpenBLAS's default of one thread per core gives six threads on two cores, and
