@@ -98,11 +98,9 @@ def test_the_heuristic_release_of_adult_passes_the_gate_and_pycanon(adult, adult
     assert anonymity.l_diversity(release, qis, [SENSITIVE]) >= 2
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("k", "limit"), [(2, 0.0), (5, 0.02)])
-def test_ten_qis_above_exact_below_reach_the_exact_optimum(shared_data, k, limit) -> None:
-    """UCI Adult with 10 quasi-identifiers (116,640 nodes): the heuristic runs in its own
-    mode with its defaults, and the exact search can still list the lattice to compare."""
+@pytest.fixture(scope="module")
+def ten_qi_freq(shared_data):
+    """UCI Adult's frequency set over 10 quasi-identifiers, read and encoded once per module."""
     from privgate.core.datasets import load_adult
     from privgate.core.hierarchy import ARXHierarchy
 
@@ -118,7 +116,15 @@ def test_ten_qis_above_exact_below_reach_the_exact_optimum(shared_data, k, limit
         },
     )
     hierarchies["hours-per-week"] = IntervalHierarchy("hours-per-week", [5, 10, 20, 40])
-    freq = encode_table(frame, hierarchies, ["income"]).frequency_set()
+    return encode_table(frame, hierarchies, ["income"]).frequency_set()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("k", "limit"), [(2, 0.0), (5, 0.02)])
+def test_ten_qis_above_exact_below_reach_the_exact_optimum(ten_qi_freq, k, limit) -> None:
+    """UCI Adult with 10 quasi-identifiers (116,640 nodes): the heuristic runs in its own
+    mode with its defaults, and the exact search can still list the lattice to compare."""
+    freq = ten_qi_freq
     models = [KAnonymity(k=k)]
     found = HeuristicLattice(models, limit).search(freq)
     assert found.details["mode"] == "heuristic" and found.details["nodes"] == 116_640
