@@ -18,7 +18,7 @@ export GX_ANALYTICS_ENABLED := false
 
 help:
 	@echo 'make demo       the whole pipeline on built-in synthetic census data'
-	@echo 'make test       every test: what CI runs (-n 3 pytest-xdist workers; TEST_WORKERS=N to change)'
+	@echo 'make test       every test: what CI runs (-n 2 pytest-xdist workers; TEST_WORKERS=N to change)'
 	@echo 'make test-fast  the inner loop: every test not marked slow (-m "not slow", -n 2)'
 	@echo '                slow = a Prefect or PostgreSQL server, the adult fixture (whole Adult),'
 	@echo '                a browser, child processes, JAX, an exhaustive reference or a search'
@@ -46,11 +46,13 @@ $(STAMP): requirements.lock requirements-pycanon.lock requirements-anonymeter.lo
 demo: install
 	$(BIN)/privgate demo
 
-# Every test (what CI runs), on TEST_WORKERS pytest-xdist workers (3 by default): each has its
+# Every test (what CI runs), on TEST_WORKERS pytest-xdist workers (2 by default): each has its
 # own Prefect test server, PostgreSQL server, result storage and data folders (tests/conftest.py).
-# Three on this 2-core machine because the tests wait a quarter of the time (servers starting,
-# flow-run processes, Prefect's heartbeat clock): two workers kept the cores busy 152 % of 200 %
-# at idle (1008 s user + 73 s system CPU in 707 s, 2026-11-26); a third fills the waits.
+# Two on this 2-core machine: with two the tests leave a core idle a sixth to a quarter of the
+# time (servers starting, flow-run processes, Prefect's heartbeat clock), but a third worker's
+# own servers, fixtures and caches cost more CPU than it fills: `CI=true bash .ci/run` on fresh
+# clones of the same code at idle, one after the other (2026-11-26): -n 3 690.9 s of pytest,
+# 1329 s CPU (180 % of 200 %); -n 2 668.8 s, 1153 s CPU (165 %).
 # --dist loadfile keeps a file on one worker, so its module fixtures (a real Prefect server, an
 # MST draw) start once; the files are handed out longest first from tests/file_durations.json
 # (tests/file_order.py; --no-loadscope-reorder keeps that order instead of xdist's
@@ -59,7 +61,7 @@ demo: install
 # PYTHONDONTWRITEBYTECODE is cleared for the test run so that the project's modules and the
 # assertion-rewritten test modules are compiled once (into __pycache__/, git-ignored), not in
 # every worker and child process on every run: it halves the collection time.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 test: install
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 

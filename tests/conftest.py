@@ -53,8 +53,8 @@ if "PREFECT_HOME" not in os.environ:
     os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="privgate-prefect-home-")
     prefect_db.seed(Path(os.environ["PREFECT_HOME"]) / "prefect.db")
 
-# One BLAS/OpenMP thread per test process. `make test` runs three pytest-xdist workers on this
-# 2-core machine: OpenBLAS's default of one thread per core gives six threads on two cores, and
+# One BLAS/OpenMP thread per test process. `make test` runs two pytest-xdist workers on this
+# 2-core machine: OpenBLAS's default of one thread per core gives four threads on two cores, and
 # its waiting threads spin. The tests' matrices are small, so extra threads buy nothing and cost a
 # lot: one FELP fit took 72 ms with OpenBLAS's two threads and 5 ms with one at a load average of
 # 14 (`tests/core/dp/test_felp.py`). The variables reach child processes and libraries loaded
