@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from e2e_server import CHROMIUM as E2E_CHROMIUM
+from e2e_server import CHROMIUM_FLAGS
 
 from privgate.core import stages
 from privgate.core.anonymize import SearchSetup
@@ -44,7 +46,7 @@ from privgate.validations.schema import HierarchyCoverageError, validate_input
 
 SharedData = Callable[[str], Path]
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(E2E_CHROMIUM)
 
 POLICY = ReleasePolicy.model_validate(
     {
@@ -393,13 +395,7 @@ def _render(url: str, tmp_path: Path) -> str:
     result = subprocess.run(
         [
             str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
+            *CHROMIUM_FLAGS,
             f"--user-data-dir={tmp_path / 'chromium-profile'}",
             "--virtual-time-budget=5000",
             "--dump-dom",
