@@ -213,23 +213,40 @@ def test_package_folders_form_no_cycle() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def _is_task(node: ast.expr) -> bool:
-    """``task``, ``prefect.task``, or either called (``task(name=...)``)."""
+_TASK_NAMES = frozenset({"task", "Task"})
+
+
+def _task_aliases(tree: ast.Module) -> set[str]:
+    """Local names that mean Prefect's ``task`` or ``Task``: the plain names, plus any alias
+    (``from prefect import task as t``, ``from prefect.tasks import Task as T``)."""
+    names = set(_TASK_NAMES)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "prefect":
+            names.update(a.asname for a in node.names if a.name in _TASK_NAMES and a.asname)
+    return names
+
+
+def _is_task(node: ast.expr, aliases: set[str]) -> bool:
+    """``task``/``Task`` or an alias of either, ``prefect.task``/``prefect.Task``, or any of
+    these called (``task(name=...)``)."""
     if isinstance(node, ast.Call):
         node = node.func
     if isinstance(node, ast.Name):
-        return node.id == "task"
-    return isinstance(node, ast.Attribute) and node.attr == "task"
+        return node.id in aliases
+    return isinstance(node, ast.Attribute) and node.attr in _TASK_NAMES
 
 
 def _task_definitions(path: Path) -> list[int]:
     """Lines where a module defines a Prefect task: a function decorated with ``@task`` /
-    ``@task(...)``, or ``task(...)`` called on a function."""
+    ``@task(...)``, ``task(...)`` called on a function, or ``Task(...)`` built directly —
+    under any name the module imports them as."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    aliases = _task_aliases(tree)
     lines = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            lines.update(d.lineno for d in node.decorator_list if _is_task(d))
-        elif isinstance(node, ast.Call) and _is_task(node.func):
+            lines.update(d.lineno for d in node.decorator_list if _is_task(d, aliases))
+        elif isinstance(node, ast.Call) and _is_task(node.func, aliases):
             lines.add(node.lineno)
     return sorted(lines)
 
@@ -260,3 +277,19 @@ def test_the_task_guard_sees_every_form_of_definition(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert _task_definitions(source) == [4, 7, 10, 15]
+
+
+def test_the_task_guard_sees_aliases_and_the_task_class(tmp_path: Path) -> None:
+    """A renamed import or Prefect's ``Task`` class built directly is still a task definition."""
+    source = tmp_path / "flow.py"
+    source.write_text(
+        "import prefect\nfrom prefect import task as t\nfrom prefect.tasks import Task as T\n\n"
+        "@t\ndef a(): ...\n\n"
+        "def b(): ...\n\nb_task = T(fn=b)\n\n"
+        "c_task = prefect.Task(fn=b)\n\n"
+        "def other(t): return t(1)\n",
+        encoding="utf-8",
+    )
+    # line 14: ``t(1)`` calls a parameter named like the alias; the guard is by name, so it
+    # is flagged too (a false alarm is the safe side for a layering guard).
+    assert _task_definitions(source) == [5, 10, 12, 14]
