@@ -31,6 +31,7 @@ from privgate.core.anonymize import (
     apply_generalization,
 )
 from privgate.core.anonymize._bounds import ProjectionBounds
+from privgate.core.columnar import TextCodes
 from privgate.core.encoding import ClassStats, EncodedTable, encode_table
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.gate import class_stats_of, sensitive_reference, verify_table
@@ -94,8 +95,7 @@ class NodeView:
     """One node released without suppression: classes and per-record metric costs."""
 
     node: tuple[int, ...]
-    frame: pd.DataFrame  # the generalized table (QIs as labels, the sensitive column as is)
-    class_of: np.ndarray  # each record's class, numbered by first appearance
+    class_of: np.ndarray  # each record's class, numbered in the order of the classes' labels
     sizes: np.ndarray
     stats: ClassStats  # class_stats_of the generalized table, classes numbered like class_of
     loss: np.ndarray  # per record: sum over QIs of the cell's loss
@@ -117,66 +117,80 @@ class NodeTruth:
 
 
 class Reference:
-    """Exhaustive full-domain generalization, every quantity computed from its definition."""
+    """Exhaustive full-domain generalization, every quantity computed from its definition.
+
+    Each QI's distinct values are generalized by its hierarchy (:meth:`Hierarchy.generalize`,
+    not the encoded table the search reads), each record's label at a level is a code into
+    that level's distinct labels, and a node's classes are the records with equal label codes
+    on every QI (``numpy.unique`` of the combined codes). Everything is numpy on the record
+    arrays: the pandas group-bys this reference used before cost about 70 % of the exhaustive
+    test's CPU on tables of 10-80 rows and found the same classes.
+    """
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self._views: list[NodeView] | None = None
-        self._cells: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cells: dict[tuple[str, int], tuple[np.ndarray, ...]] = {}
         df, n = problem.df, problem.n
+        self._values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # -log2(f(v) / n): what a suppressed cell loses (its generalized value is the domain)
         self.worst = np.zeros(n)
         for q in problem.qis:
-            f_v = df[q].map(df[q].value_counts()).to_numpy(dtype=float)
+            codes, uniques = pd.factorize(df[q])
+            assert (codes >= 0).all(), "the reference's tables have no missing cell"
+            self._values[q] = (codes, problem.hierarchies[q].generalize(list(uniques)))
+            f_v = np.bincount(codes)[codes].astype(float)
             self.worst += -np.log2(f_v / n)
+        self._sensitive = TextCodes.from_text(df[problem.sensitive].astype(str).to_numpy())
 
-    def _cell_costs(self, q: str, level: int, labels: pd.Series):
-        """Per record, the loss, precision and entropy cost of column ``q`` at ``level``."""
+    def _cell(self, q: str, level: int) -> tuple[np.ndarray, ...]:
+        """Per record, column ``q``'s label code at ``level`` and the cell's loss, precision
+        and entropy cost."""
         key = (q, level)
         if key not in self._cells:
-            original = self.problem.df[q].reset_index(drop=True)
-            labels = labels.reset_index(drop=True).astype(str)
-            n_distinct = original.nunique()
-            leaves = pd.DataFrame({"v": original, "g": labels}).groupby("g")["v"].nunique()
-            covered = labels.map(leaves).to_numpy(dtype=float)
-            loss = (covered - 1) / (n_distinct - 1) if n_distinct > 1 else np.zeros(len(labels))
+            value_of, labels = self._values[q]
+            index: dict[object, int] = {}
+            label_of_value = np.array([index.setdefault(g, len(index)) for g in labels[:, level]])
+            label = label_of_value[value_of]  # each record's label code
+            n_distinct = len(labels)
+            leaves = np.bincount(label_of_value)[label].astype(float)  # values under the label
+            loss = (leaves - 1) / (n_distinct - 1) if n_distinct > 1 else np.zeros(len(label))
             height = self.problem.hierarchies[q].height
-            precision = np.full(len(labels), level / height)
-            f_v = original.map(original.value_counts()).to_numpy(dtype=float)
-            f_g = labels.map(labels.value_counts()).to_numpy(dtype=float)
-            self._cells[key] = (loss, precision, -np.log2(f_v / f_g))
+            precision = np.full(len(label), level / height)
+            f_v = np.bincount(value_of)[value_of].astype(float)
+            f_g = np.bincount(label)[label].astype(float)
+            self._cells[key] = (label, len(index), loss, precision, -np.log2(f_v / f_g))
         return self._cells[key]
 
     def view(self, node: Sequence[int]) -> NodeView:
         p = self.problem
         node = tuple(int(v) for v in node)
-        nothing = Generalization("reference", dict(zip(p.qis, node, strict=True)),
-                                      np.zeros(p.n, dtype=bool))  # fmt: skip
-        frame = apply_generalization(p.df, p.encoded, nothing, [*p.qis, p.sensitive])
-        class_of = frame[p.qis].groupby(p.qis, sort=False).ngroup().to_numpy()
+        key = np.zeros(p.n, dtype=np.int64)
         loss, precision, entropy = np.zeros(p.n), np.zeros(p.n), np.zeros(p.n)
         for q, level in zip(p.qis, node, strict=True):
-            cell_loss, cell_precision, cell_entropy = self._cell_costs(q, level, frame[q])
+            label, n_labels, cell_loss, cell_precision, cell_entropy = self._cell(q, level)
+            key = np.unique(key * n_labels + label, return_inverse=True)[1].reshape(-1)
             loss += cell_loss
             precision += cell_precision
             entropy += cell_entropy
+        class_of = key
         sizes = np.bincount(class_of)
-        stats = self._stats(frame[p.sensitive], class_of)
+        stats = self._stats(class_of, np.ones(p.n, dtype=bool))
         assert np.array_equal(stats.sizes, sizes)
-        return NodeView(node, frame, class_of, sizes, stats, loss, precision, entropy)
+        return NodeView(node, class_of, sizes, stats, loss, precision, entropy)
 
-    @staticmethod
-    def _stats(sensitive: pd.Series, class_of: np.ndarray) -> ClassStats:
-        """``class_stats_of`` of the generalized table, its classes numbered like ``class_of``.
-
-        The classes are grouped on one column holding each record's class (the QI labels'
-        group id, zero-padded), which gives the same classes as grouping on the QI labels and
-        numbers them ``0, 1, ...`` whether class_stats_of numbers by first appearance or by
-        sorted key.
-        """
-        classes = [f"{c:09d}" for c in class_of]
-        frame = pd.DataFrame({"class": classes, sensitive.name: sensitive.to_numpy()})
-        return class_stats_of(frame, ["class"], [sensitive.name])
+    def _stats(self, class_of: np.ndarray, rows: np.ndarray) -> ClassStats:
+        """``class_stats_of`` of the generalized table's ``rows``, grouped on one column
+        holding each record's class: the same classes as grouping on the QI labels, numbered
+        ``0, 1, ...`` in the order of ``class_of``'s numbers."""
+        n_classes = int(class_of.max()) + 1
+        classes = TextCodes(
+            class_of[rows].astype(np.int32), np.array([f"{c:09d}" for c in range(n_classes)])
+        )
+        s = self._sensitive
+        sensitive = TextCodes(s.codes[rows], s.values)
+        name = self.problem.sensitive
+        return class_stats_of({"class": classes, name: sensitive}, ["class"], [name])
 
     def truth(
         self, view: NodeView, models: Sequence[PrivacyModel], limit: float
@@ -193,7 +207,7 @@ class Reference:
             return None
         whole_table = [m for m in models if type(m).table_satisfied is not NO_TABLE_CONDITION]
         if whole_table:  # average risk, share of risky records: measured on the kept classes
-            kept_stats = class_stats_of(view.frame[~suppressed], p.qis, [p.sensitive])
+            kept_stats = self._stats(view.class_of, ~suppressed)
             assert sorted(kept_stats.sizes) == sorted(view.sizes[ok])
             if not all(model.table_satisfied(kept_stats) for model in whole_table):
                 return None
@@ -322,6 +336,7 @@ def test_optimal_matches_the_exhaustive_reference(problem: Problem, settings_) -
     freq = problem.encoded.frequency_set()  # shared, as its cached bounds are in production
     for models, limit in settings_:
         truths = reference.all_truths(models, limit)
+        gated: set[tuple[int, ...]] = set()  # nodes whose release the gate already passed
         for metric in METRICS:
             expected = optimum(truths, metric)
             search = OptimalLattice(models, limit, metric=metric)
@@ -333,8 +348,11 @@ def test_optimal_matches_the_exhaustive_reference(problem: Problem, settings_) -
             assert tuple(result.levels.values()) == expected.node, (metric, models, limit)
             assert result.details["loss"] == pytest.approx(expected.metrics[metric], abs=1e-9)
             assert np.array_equal(result.suppressed, expected.suppressed), metric
+            if expected.node in gated:  # the same levels and suppression: the same release
+                continue
             decision = gate_of(problem, result, models, limit)
             assert decision.passed, (decision.reasons, models, limit)
+            gated.add(expected.node)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, database=None)
@@ -552,19 +570,24 @@ def test_adult_projection_bounds_are_the_records_of_the_small_projected_groups(
     picked = rng.choice(6480, 20, replace=False)
     nodes = np.array(adult.nodes(), dtype=np.int64)[picked]  # the lattice's index order
     ks = (2, 10, 100)
+    # A projection at the same levels is the same grouping whichever node it comes from:
+    # each (attributes, levels) is grouped once (1,680 projections, 985 distinct).
+    small_of: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
     for arity in (2, 3):
         expected = np.zeros((len(ks), len(nodes)), dtype=np.int64)
         for i, node in enumerate(nodes):
             for attrs in itertools.combinations(range(len(columns)), arity):
-                key = np.zeros(len(freq.counts), dtype=np.int64)
-                for a in attrs:  # one integer per generalized (projected) tuple
-                    code = columns[a].level_maps[node[a]][freq.qi_codes[:, a]]
-                    key = key * columns[a].distinct_at(node[a]) + code
-                _, group = np.unique(key, return_inverse=True)
-                group = group.reshape(-1)
-                size_of_tuple = np.bincount(group, weights=freq.counts)[group]
-                for row, k in enumerate(ks):
-                    small = int(freq.counts[size_of_tuple < k].sum())
+                projection = (attrs, tuple(int(node[a]) for a in attrs))
+                if projection not in small_of:
+                    key = np.zeros(len(freq.counts), dtype=np.int64)
+                    for a in attrs:  # one integer per generalized (projected) tuple
+                        code = columns[a].level_maps[node[a]][freq.qi_codes[:, a]]
+                        key = key * columns[a].distinct_at(node[a]) + code
+                    _, group = np.unique(key, return_inverse=True)
+                    group = group.reshape(-1)
+                    size_of_tuple = np.bincount(group, weights=freq.counts)[group]
+                    small_of[projection] = [int(freq.counts[size_of_tuple < k].sum()) for k in ks]
+                for row, small in enumerate(small_of[projection]):
                     expected[row, i] = max(expected[row, i], small)
         assert expected[-1].any()  # some sampled nodes do have small projected groups
         bounds = ProjectionBounds(freq, arity)
