@@ -1,11 +1,11 @@
 """The optimal lattice search against an exhaustive reference written in this file.
 
-The reference knows nothing of :class:`NodeChecker`, the projection bounds or the metric
-classes: it releases every node of the lattice with :func:`apply_generalization`, groups the
-release with pandas, suppresses the records of the classes that fail a model when they fit the
-limit, and computes every metric from its published definition on the original and the
-generalized tables. The search must return the same node and the same metric value, or agree
-that no node is feasible.
+The reference knows nothing of :class:`NodeChecker`, the encoded table, the projection bounds
+or the metric classes: at every node of the lattice it generalizes each QI's values with the
+hierarchy, groups the records on their labels (numpy), suppresses the records of the classes
+that fail a model when they fit the limit, and computes every metric from its published
+definition on the original values and their labels. The search must return the same node
+and the same metric value, or agree that no node is feasible.
 """
 
 from __future__ import annotations
@@ -428,8 +428,9 @@ def test_equal_losses_are_a_tie_whatever_their_rounding() -> None:
 #: ``(k, suppression limit) -> (levels, suppressed records, loss)`` of the optimum under the
 #: ``loss`` metric with k-anonymity only, QIs in ADULT_QI order. Computed once, outside the test
 #: suite, by a scratch script that ran ``Reference`` above over all 6,480 nodes of the Adult
-#: lattice (each node released with apply_generalization and grouped with pandas, every metric
-#: from its definition, ``optimum`` picking the node; about nine minutes), and pasted here.
+#: lattice (its earlier form: each node released with apply_generalization and grouped with
+#: pandas, every metric from its definition, ``optimum`` picking the node; about nine
+#: minutes), and pasted here.
 ADULT_GOLDEN: dict[tuple[int, float], tuple[tuple[int, ...], int, float]] = {
     (2, 0.0): ((0, 4, 0, 1, 3, 2, 2, 1), 0, 0.5899868275415321),
     (2, 0.02): ((0, 3, 0, 1, 1, 1, 1, 1), 584, 0.23628169404117488),
