@@ -131,14 +131,32 @@ RESULT_STORAGE = f"{PrivateResultStorage._block_type_slug}/{_BLOCK_NAME}"
 _saved: set[str] = set()
 
 
+#: Saves of the storage block tried before a conflict is raised (see ensure_result_storage).
+_SAVE_ATTEMPTS = 3
+
+
 def ensure_result_storage() -> None:
-    """Save the storage block on the current Prefect API once per process (idempotent)."""
+    """Save the storage block on the current Prefect API once per process (idempotent).
+
+    Two runs starting at once on a server that has never seen the block (two deployments
+    served on a new server, a run created while another starts) both register its type:
+    Prefect reads it, finds nothing and creates it, so the later create is refused with a
+    conflict (``ObjectAlreadyExists``) and that run failed before its first stage. The type
+    exists by then, so saving again finds it; a conflict that persists is raised.
+    """
+    from prefect.exceptions import ObjectAlreadyExists
     from prefect.settings import PREFECT_API_URL
 
     where = str(PREFECT_API_URL.value() or "ephemeral")
     if where in _saved:
         return
-    PrivateResultStorage().save(_BLOCK_NAME, overwrite=True)
+    for attempt in range(1, _SAVE_ATTEMPTS + 1):
+        try:
+            PrivateResultStorage().save(_BLOCK_NAME, overwrite=True)
+            break
+        except ObjectAlreadyExists:
+            if attempt == _SAVE_ATTEMPTS:
+                raise
     _saved.add(where)
 
 
