@@ -34,6 +34,7 @@ from prefect_dask import DaskTaskRunner
 from privgate.core.exceptions import PrivgateError
 from privgate.core.scale import input_overrides, publish_stage, scale_setup
 from privgate.flows.policy_overrides import resolve_policy
+from privgate.tasks.results import ensure_result_storage
 from privgate.tasks.scale import dask_frequency_task, dask_search_task, verify_task, write_task
 
 __all__ = ["make_task_runner", "run_scale_release", "scale_release_flow"]
@@ -78,6 +79,10 @@ def scale_release_flow(
     out = Path(output)
     if out.exists():
         raise FileExistsError(f"release folder already exists: {out}")
+    # The tasks persist nothing here, but Prefect resolves every task's result storage block
+    # when the task starts: on a server where no release flow ran yet it was missing, and
+    # every task of this flow failed with "Unable to find block document".
+    ensure_result_storage()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.{os.getpid()}.tmp")
 
@@ -90,7 +95,9 @@ def scale_release_flow(
         write_task.submit(
             plan, policy, setup, staging, blocksize, shuffle_seed, **on_cluster
         ).result()
-        decision = verify_task.submit(staging, setup, n_rows, reference, **on_cluster).result()
+        decision = verify_task.submit(
+            staging, setup, n_rows, reference, expected_rows=n_rows - plan.suppressed, **on_cluster
+        ).result()
     except BaseException:  # a blocked gate (its task failed), or a failed write
         shutil.rmtree(staging, ignore_errors=True)
         raise
