@@ -211,7 +211,8 @@ def partitioned_manifest(
                 "format": "parquet parts",
                 "parts": parts,
                 "sha256": parts_fingerprint(staged.release_file),
-                "rows": input_rows - plan.suppressed,
+                # the gate's count of the written rows (= the plan's, or the gate blocked)
+                "rows": decision.measurements.get("rows"),
                 "columns": list(plan.released_columns),
             },
             covers=policy.quasi_identifiers,

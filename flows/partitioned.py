@@ -125,7 +125,10 @@ def _release(parameters: ReleaseParameters, engine: dict) -> State:
                 "published, run again once the file is complete"
             )
         try:
-            decision = verify_task(staged.release_file, setup, n_rows, reference)
+            decision = verify_task(
+                staged.release_file, setup, n_rows, reference,
+                expected_rows=n_rows - plan.suppressed,
+            )  # fmt: skip
         except GateBlockedError as exc:
             decision = exc.decision
         manifest = partitioned_manifest(

@@ -175,13 +175,14 @@ def verify_task(
     input_rows: int,
     reference: dict | None = None,
     cluster: bool = False,
+    expected_rows: int | None = None,
 ) -> GateDecision:
     """The gate on the written parts, every row read back (not the search's result; never
     cached). A blocked release fails this task itself (red in the UI, the reasons as its
     message) with :class:`GateBlockedError` carrying the decision; the flow writes the blocked
     report and discards the staging folder."""
     with _scheduler(cluster):
-        decision = verify_stage(parts, setup, input_rows, reference)
+        decision = verify_stage(parts, setup, input_rows, reference, expected_rows)
     log = get_run_logger()
     (log.info if decision.passed else log.error)("gate: %s", decision.summary)
     if not decision.passed:

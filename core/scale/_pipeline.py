@@ -228,14 +228,16 @@ def verify_stage(
     setup: SearchSetup,
     input_rows: int,
     reference: dict[str, dict[str | None, int]] | None = None,
+    expected_rows: int | None = None,
 ) -> GateDecision:
     """The gate on the written parts, computed partition by partition (t-closeness against
-    ``reference``, :func:`reference_stage`)."""
+    ``reference``, :func:`reference_stage`; the plan's row count ``expected_rows``)."""
     return verify_parquet_release(
         staging,
         list(setup.quasi_identifiers),
         list(setup.models),
         reference=reference,
+        expected_rows=expected_rows,
         **setup.gate_limits(input_rows),
     )
 
@@ -297,7 +299,7 @@ def anonymize_dask(
 
     mark = time.perf_counter()
     n_rows = freq.table.n_rows
-    decision = verify_stage(staging, setup, n_rows, reference)
+    decision = verify_stage(staging, setup, n_rows, reference, n_rows - plan.suppressed)
     timings["verify"] = time.perf_counter() - mark
 
     publish_stage(staging, output, decision)

@@ -107,6 +107,7 @@ def verify_parquet_release(
     expected_columns: Sequence[str] | None = None,
     forbidden_columns: Sequence[str] = (),
     reference: Mapping[str, Mapping[str | None, int]] | None = None,
+    expected_rows: int | None = None,
 ) -> GateDecision:
     """The gate's decision on a partitioned Parquet release (a folder of part files).
 
@@ -116,6 +117,10 @@ def verify_parquet_release(
     definition the search and the pandas gate use, see
     :func:`privgate.core.gate.sensitive_reference`; on this path
     :func:`privgate.core.scale.reference_stage` counts it on the input).
+    ``expected_rows``: the rows the search's plan releases; written parts holding another
+    number are not the release the search, the utility figures and the manifest describe
+    (a writer that lost or repeated rows), so the release is blocked even when the rows
+    that are there satisfy every model.
     """
     try:
         frame = dd.read_parquet(str(path))
@@ -137,6 +142,12 @@ def verify_parquet_release(
         except VerificationError as exc:
             return GateDecision(False, [*reasons, str(exc)], {"rows": histogram.n_rows})
     decision = decide(stats, histogram.n_rows, models, reasons, input_rows, suppression_limit)
+    if expected_rows is not None and histogram.n_rows != expected_rows:
+        mismatch = (
+            f"the written release has {histogram.n_rows} rows, the search's plan releases "
+            f"{expected_rows}: the parts are not the release that was searched"
+        )
+        decision = GateDecision(False, [*decision.reasons, mismatch], decision.measurements)
     away = generalized_away_from_histogram(histogram, len(quasi_identifiers))
     decision.measurements["generalized_away"] = away
     return decision

@@ -95,7 +95,7 @@ def test_a_blocked_scale_release_fails_its_gate_task_the_run_and_the_cli(
     from privgate.flows import scale
     from privgate.tasks import scale as scale_tasks
 
-    def strict_gate(staging, setup, input_rows, reference=None):
+    def strict_gate(staging, setup, input_rows, reference=None, expected_rows=None):
         return verify_parquet_release(staging, setup.quasi_identifiers, [KAnonymity(k=10**6)])
 
     monkeypatch.setattr(scale_tasks, "verify_stage", strict_gate)

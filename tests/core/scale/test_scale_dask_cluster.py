@@ -119,7 +119,7 @@ def test_distributed_gate_blocks_what_the_gate_blocks(adult_k5_run, adult_policy
 def test_blocked_release_is_not_published(client, adult_policy, tmp_path, monkeypatch):
     import privgate.core.scale._pipeline as pipeline
 
-    def strict_gate(staging, setup, input_rows, reference=None):
+    def strict_gate(staging, setup, input_rows, reference=None, expected_rows=None):
         return verify_parquet_release(staging, setup.quasi_identifiers, [KAnonymity(k=10**6)])
 
     monkeypatch.setattr(pipeline, "verify_stage", strict_gate)

@@ -116,6 +116,41 @@ def test_a_tampered_written_part_is_blocked(adult_policy, parts, tmp_path):
     assert decision.measurements["min_class_size"] == 1
 
 
+def test_written_parts_missing_a_whole_class_are_not_the_searched_release(
+    adult_policy, parts, tmp_path
+):
+    """A writer that loses rows can leave parts that are still k-anonymous (a whole class gone
+    looks like more suppression, within the limit): the gate checks the written rows against
+    the plan's count, so such parts are blocked; the manifest's ``output.rows`` is that count."""
+    written, _ = parts
+    policy = adult_policy.with_overrides(**input_overrides(written.folder))
+    setup = SearchSetup.from_policy(policy)
+    run = anonymize_dask(policy, tmp_path / "release", shuffle_seed=6)
+    planned = run.summary["input_rows"] - run.summary["suppressed"]
+    qis = list(setup.quasi_identifiers)
+    release = pd.read_parquet(run.output).astype(str)
+    sizes = release.groupby(qis).size()
+    smallest = sizes.idxmin()  # the class whose loss keeps suppression lowest
+    for part in run.output.glob("*.parquet"):
+        frame = pq.read_table(part).to_pandas()
+        keep = [tuple(r) != smallest for r in frame[qis].astype(str).to_numpy().tolist()]
+        frame[keep].to_parquet(part, index=False)
+    limits = setup.gate_limits(ROWS)
+
+    unchecked = verify_parquet_release(run.output, qis, list(setup.models), **limits)
+    assert unchecked.passed, unchecked.reasons  # k-anonymous and within the limit as written
+    assert unchecked.measurements["rows"] == planned - sizes.min()
+
+    decision = verify_parquet_release(
+        run.output, qis, list(setup.models), expected_rows=planned, **limits
+    )
+    assert not decision.passed
+    assert decision.reasons == [
+        f"the written release has {planned - sizes.min()} rows, the search's plan releases "
+        f"{planned}: the parts are not the release that was searched"
+    ]
+
+
 def test_a_release_tampered_before_the_gate_is_not_published(
     adult_policy, parts, tmp_path, monkeypatch
 ):
