@@ -5,7 +5,7 @@ distribution weighs each person 1, split evenly over that person's records in th
 t-closeness reference weighs each *input* person 1 the same way; a person's risk is
 ``1 / persons`` of the smallest class holding one of their records.
 
-The reference below re-derives every class from those sentences with pandas and exact
+The reference below re-derives every class from those sentences in plain Python and exact
 fractions (nothing from ``person_class_stats``), applies the search's fixed-point rule (remove
 the persons of failing classes until none fails; accept when the removed fit the limit and the
 whole-table limits hold) at every node of a small lattice, and picks the optimum by brute
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from fractions import Fraction
 
 import numpy as np
@@ -65,21 +66,21 @@ S_HIERARCHY = ARXHierarchy("s", [["x", "xy", "*"], ["y", "xy", "*"], ["z", "z", 
 # ---------------------------------------------------------------------------------------------
 
 
-def _weights(rows: pd.DataFrame) -> dict[str, Fraction]:
-    """Each value's weight when every person of ``rows`` weighs 1, split over their rows."""
+def _weights(rows: list[tuple[str, str]]) -> dict[str, Fraction]:
+    """Each value's weight when every person of ``rows`` (``(person, value)`` records) weighs
+    1, split over their rows."""
     out = dict.fromkeys(VALUES, Fraction(0))  # values the input lacks are dropped later
-    for _, mine in rows.groupby("person"):
-        for value in mine["s"]:
-            out[value] += Fraction(1, len(mine))
+    records_of = Counter(person for person, _ in rows)
+    for person, value in rows:
+        out[value] += Fraction(1, records_of[person])
     return out
 
 
-def _generalized(frame: pd.DataFrame, node) -> pd.Series:
-    """Each row's class label at ``node``."""
-    labels = [
-        [LABELS[q][v][level] for v in frame[q]] for q, level in zip(HIERARCHIES, node, strict=True)
-    ]
-    return pd.Series(["|".join(parts) for parts in zip(*labels, strict=True)], index=frame.index)
+def _label(q1: str, q2: str, node) -> str:
+    """A row's class label at ``node``."""
+    return "|".join(
+        LABELS[q][v][level] for q, v, level in zip(HIERARCHIES, (q1, q2), node, strict=True)
+    )
 
 
 def _g(n: int) -> float:
@@ -88,13 +89,18 @@ def _g(n: int) -> float:
 
 
 class Reference:
+    """The definitions on the table's records as plain Python tuples (at most 18 of them):
+    pandas group-bys on such tiny frames cost about 80 % of these tests' CPU before."""
+
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
-        total = _weights(frame)
-        persons = frame["person"].nunique()
-        self.prior = {v: w / persons for v, w in total.items()}  # t-closeness' reference
+        #: Every record as ``(person, q1, q2, s)``, in input order.
+        self.records = list(frame[["person", "q1", "q2", "s"]].itertuples(index=False, name=None))
+        total = _weights([(person, s) for person, _, _, s in self.records])
+        self.persons = len({person for person, *_ in self.records})
+        self.prior = {v: w / self.persons for v, w in total.items()}  # t-closeness' reference
         #: The ordered distance spaces the values the input holds (as the search and the gate)
-        self.values = sorted(set(frame["s"]))
+        self.values = sorted({s for *_, s in self.records})
         #: ``classes`` by (node, kept persons): the fixed point's last round, the risk rounds
         #: and the final check ask for the same classes; they are derived once (read only).
         self._classes: dict[tuple, list[tuple[set, dict[str, Fraction], dict]]] = {}
@@ -103,12 +109,17 @@ class Reference:
         """Each class's persons, person weights, and the values each person holds there."""
         key = (tuple(node), frozenset(kept))
         if key not in self._classes:
-            rows = self.frame[self.frame["person"].isin(kept)]
-            labels = _generalized(rows, node)
-            self._classes[key] = [
-                (set(g["person"]), _weights(g), g.groupby("person")["s"].agg(set).to_dict())
-                for _, g in rows.groupby(labels)
-            ]
+            groups: dict[str, list[tuple[str, str]]] = {}
+            for person, q1, q2, s in self.records:
+                if person in kept:
+                    groups.setdefault(_label(q1, q2, node), []).append((person, s))
+            classes = []
+            for rows in groups.values():
+                held: dict[str, set] = {}
+                for person, value in rows:
+                    held.setdefault(person, set()).add(value)
+                classes.append((set(held), _weights(rows), held))
+            self._classes[key] = classes
         return self._classes[key]
 
     def class_ok(
@@ -197,12 +208,12 @@ class Reference:
         return True
 
     def fixpoint(self, node, models, kept: set | None = None) -> set:
-        kept = set(self.frame["person"]) if kept is None else set(kept)
+        kept = {person for person, *_ in self.records} if kept is None else set(kept)
         while True:
             classes = self.classes(node, kept)
             failing = set()
             for people, weights, held in classes:
-                units = self.frame["person"].nunique()  # estimated k-map: the input's persons
+                units = self.persons  # estimated k-map: the input's persons
                 if not all(self.class_ok(m, people, weights, held, units) for m in models):
                     failing |= people
             if not failing:
@@ -210,7 +221,7 @@ class Reference:
             kept -= failing
 
     def accepted(self, node, models, limit: float) -> tuple[bool, set]:
-        everyone = self.frame["person"].nunique()
+        everyone = self.persons
         allowed = int(limit * everyone + 1e-9)
         kept = self.fixpoint(node, models)
         # risk.suppress: while the failing whole-table limits all allow it, remove every
@@ -232,7 +243,7 @@ class Reference:
         """ARX's precision loss, from its definition: suppressed records lose everything."""
         heights = [HIERARCHIES[q].height for q in HIERARCHIES]
         per_row = sum(level / h for level, h in zip(node, heights, strict=True))
-        rows = self.frame["person"].isin(kept).to_numpy()
+        rows = np.array([person in kept for person, *_ in self.records])
         q = len(heights)
         return (rows.sum() * per_row + (~rows).sum() * q) / (len(self.frame) * q)
 
