@@ -42,6 +42,7 @@ __all__ = [
     "make_release_id",
     "publish",
     "published_by",
+    "published_by_another",
     "rolled_back_name",
     "sha256_file",
     "stage_release",
@@ -261,6 +262,19 @@ def published_by(release_dir: Path) -> str | None:
         return None
     except (OSError, ValueError):
         return "an earlier run"
+
+
+def published_by_another(release_dir: Path, run_id: str | None) -> str | None:
+    """The run that published ``release_dir`` if it was not ``run_id``, read after publishing.
+
+    Why after: a run checks :func:`published_by` before its rename, but a concurrent run with
+    the same release id can publish in between; :func:`publish` then keeps that run's folder,
+    and only the manifest in place says whose release it is. ``None`` without a ``run_id``
+    (nothing to compare with)."""
+    if not run_id:
+        return None
+    other = published_by(release_dir)
+    return None if other is None or other == run_id else other
 
 
 def publish(staged: StagedRelease, manifest: dict) -> Path:

@@ -42,7 +42,7 @@ from privgate.core.exceptions import (
     blocked_refusal,
 )
 from privgate.core.manifest import partitioned_manifest, release_id_for
-from privgate.core.publish import discard, published_by, sha256_file
+from privgate.core.publish import discard, published_by, published_by_another, sha256_file
 from privgate.core.report import REPORT_FILE, blocked_report_path
 from privgate.core.scale import loss_utility, release_metrics, scale_setup, stage_folder
 from privgate.flows.parameters import ReleaseParameters
@@ -150,6 +150,8 @@ def _release(parameters: ReleaseParameters, engine: dict) -> State:
         manifest["report"] = {"file": REPORT_FILE, "sha256": sha256_file(written)}
         earlier = None if parameters.dry_run else published_by(staged.final_dir)
         path = None if parameters.dry_run else str(publish_task(staged, manifest))
+        if path is not None:  # a concurrent run may have published between check and rename
+            earlier = earlier or published_by_another(staged.final_dir, manifest.get("run_id"))
     finally:
         if staged.staging_dir.exists():
             discard(staged)

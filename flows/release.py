@@ -45,7 +45,13 @@ from privgate.core.gate import GateDecision
 from privgate.core.history import CrossReleaseState, HistoryEntry, searched_policy
 from privgate.core.manifest import build_manifest, release_id_for, run_facts
 from privgate.core.policy import ReleasePolicy
-from privgate.core.publish import StagedRelease, discard, published_by, sha256_file
+from privgate.core.publish import (
+    StagedRelease,
+    discard,
+    published_by,
+    published_by_another,
+    sha256_file,
+)
 from privgate.core.ranking import Ranking
 from privgate.core.report import REPORT_FILE, ReleaseReport, blocked_report_path, build_report
 from privgate.core.stages import AnonymizedTable, IngestedTable
@@ -345,6 +351,7 @@ def _publish(
                     if item.history is not None:
                         history_record_task(policy, item.history, str(path))
             for item, path, run in zip(verified, paths, earlier, strict=True):
+                run = run or published_by_another(path, item.manifest.get("run_id"))
                 if run is None:
                     log.info("released %s: %s", path, item.decision.summary)
                 else:  # a duplicated or retried run: same release id, nothing new written

@@ -14,7 +14,7 @@ from prefect import task
 from prefect.logging import get_run_logger
 from prefect.transactions import get_transaction
 
-from privgate.core.publish import StagedRelease, publish, rolled_back_name
+from privgate.core.publish import StagedRelease, publish, published_by_another, rolled_back_name
 
 #: Transaction key under which publish_task records the folder it created.
 PUBLISHED_KEY = "published_dir"
@@ -25,8 +25,11 @@ def publish_task(staged: StagedRelease, manifest: dict) -> Path:
     """Move the verified release into ``releases/<dataset>/<release-id>/``."""
     existed = staged.final_dir.exists()
     path = publish(staged, manifest)
+    # A concurrent run may publish between the check above and the rename: its folder is
+    # kept, and a rollback of this run must not take it out.
+    ours = not existed and published_by_another(path, manifest.get("run_id")) is None
     transaction = get_transaction()
-    if transaction is not None and not existed:
+    if transaction is not None and ours:
         transaction.set(PUBLISHED_KEY, str(path))
     get_run_logger().info("publish: %s (%d rows)", path, manifest["output"]["rows"])
     return path

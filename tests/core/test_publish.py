@@ -17,6 +17,7 @@ from privgate.core.publish import (
     discard,
     make_release_id,
     publish,
+    published_by_another,
     sha256_file,
     stage_release,
 )
@@ -220,3 +221,18 @@ def test_the_next_run_sweeps_staging_of_dead_processes_only(tmp_path: Path) -> N
     discard(live)
     assert leftovers(tmp_path) == []
     assert [p.name for p in (tmp_path / "toy").iterdir()] == [RELEASE_ID]
+
+
+def test_published_by_another_names_the_run_whose_manifest_is_in_place(tmp_path):
+    """Read after publishing: this run's own release is nobody else's; a folder a concurrent
+    run renamed into place first names that run; no manifest, or no run id to compare with,
+    claims nothing."""
+    release = tmp_path / "release"
+    assert published_by_another(release, "run-a") is None  # nothing published
+    release.mkdir()
+    (release / "manifest.json").write_text(json.dumps({"run_id": "run-a"}))
+    assert published_by_another(release, "run-a") is None
+    assert published_by_another(release, "run-b") == "run-a"
+    assert published_by_another(release, "") is None
+    (release / "manifest.json").write_text("{not json")
+    assert published_by_another(release, "run-b") == "an earlier run"

@@ -121,11 +121,28 @@ def test_crash_while_publishing_leaves_no_partial_release(
     assert _published(tmp_path) == [] and _leftovers(tmp_path) == []
 
 
-def test_same_data_policy_and_date_publish_once(prefect_harness, shared_data, tmp_path):
+def test_same_data_policy_and_date_publish_once(
+    prefect_harness, shared_data, tmp_path, monkeypatch
+):
+    """Two runs of one release id publish one release, and the second says whose it is. The
+    second run here loses the race: the first run's folder appears only between its check
+    for an earlier release and its rename (as with two runs started at once), so only the
+    manifest in place, read after publishing, can tell it that it published nothing."""
+    from privgate.tasks import publish as publish_tasks
+
     shared_data("arx/adult.csv")
     first = _run(tmp_path, k=5)
     manifest = (Path(first["path"]) / "manifest.json").read_text()
     assert first["already_published_by"] is None
+    aside = tmp_path / "first-release"
+    Path(first["path"]).rename(aside)
+    real_publish = publish_tasks.publish
+
+    def publish_after_the_first_run(staged, manifest):
+        aside.rename(staged.final_dir)  # the concurrent run's rename lands first
+        return real_publish(staged, manifest)
+
+    monkeypatch.setattr(publish_tasks, "publish", publish_after_the_first_run)
     second = _run(tmp_path, k=5, return_state=True)
     outcome = second.result()
     assert outcome["release_id"] == first["release_id"]
