@@ -14,8 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privgate.core.anonymize import OptimalLattice, apply_generalization
-from privgate.core.encoding import encode_table
 from privgate.core.gate import class_stats_of, sensitive_reference, verify_table, with_reference
 from privgate.core.hierarchy import ARXHierarchy
 from privgate.core.privacy import KAnonymity, TCloseness
@@ -40,39 +38,9 @@ def test_reference_names_values_as_the_written_release_does() -> None:
     assert reference == {"n": {"1": 1, "2": 2, None: 1}, "t": {"a,b": 1, "c": 3}}
 
 
-@pytest.mark.slow  # a whole-Adult search under hierarchical t-closeness: 10 s under load
-def test_arx_hierarchical_t_closeness_case_publishes(shared_data) -> None:
-    """ARX's test case: hierarchical 0.2-closeness on occupation, k = 5, 5 % suppression, all
-    other Adult columns quasi-identifiers, non-uniform entropy. The search finds ARX's node
-    (1,384 records suppressed); the gate measured t against the released records blocked it at
-    0.202777, and with the input's distribution it passes, at the level the search measured."""
-    folder = shared_data("arx/adult.csv").parent
-    frame = pd.read_csv(folder / "adult.csv", sep=";", dtype=str)
-    sensitive = "occupation"
-    qis = [c for c in frame.columns if c != sensitive]
-    hierarchies = {q: ARXHierarchy.from_csv(q, folder / f"adult_hierarchy_{q}.csv") for q in qis}
-    t_model = TCloseness(
-        column=sensitive,
-        t=0.2,
-        distance="hierarchical",
-        hierarchy=ARXHierarchy.from_csv(sensitive, folder / "adult_hierarchy_occupation.csv"),
-    )
-    models = [KAnonymity(k=5), t_model]
-    encoded = encode_table(frame, hierarchies, [sensitive])
-    result = OptimalLattice(models, 0.05, metric="entropy").search(encoded.frequency_set())
-    assert result.n_suppressed == 1384
-    release = apply_generalization(frame, encoded, result, list(frame.columns))
-    limits = {"input_rows": len(frame), "suppression_limit": 0.05}
-    old = verify_table(release, qis, models, **limits)
-    assert not old.passed and "reaches 0.202777" in old.reasons[0]
-    reference = sensitive_reference(frame, [sensitive])
-    decision = verify_table(release, qis, models, reference=reference, **limits)
-    assert decision.passed, decision.reasons
-    assert decision.measurements["achieved"][str(t_model)] <= 0.2
-
-
 def _arx_case_spec(adult_policy) -> dict:
-    """The ARX case as a policy document (Adult's policy, occupation sensitive)."""
+    """ARX's test case as a policy document: hierarchical 0.2-closeness on occupation, k = 5,
+    5 % suppression, all other Adult columns quasi-identifiers, non-uniform entropy."""
     spec = adult_policy.model_dump(mode="json", exclude_none=True)
     folder = Path(spec["columns"]["occupation"]["hierarchy"]["path"]).parent
     spec["columns"]["occupation"]["role"] = "sensitive"
@@ -89,16 +57,53 @@ def _arx_case_spec(adult_policy) -> dict:
     return spec
 
 
-@pytest.mark.slow  # the same whole-Adult search as above, then the gate and the written file
-def test_arx_case_publishes_through_the_python_api(adult_policy, tmp_path) -> None:
-    """The same case as a policy, through :func:`privgate.anonymize` (the stages the flow runs:
-    the search, then the gate with the input's distribution as the reference), and written:
-    the file's gate uses the same reference (without it, it blocked and removed the file)."""
+@pytest.fixture(scope="module")
+def arx_release(adult_policy):
+    """The ARX case through :func:`privgate.anonymize` (the stages the flow runs: the search,
+    then the gate with the input's distribution as the reference), searched once for the two
+    tests that read it (a whole-Adult search under hierarchical t-closeness: 6-8 CPU s)."""
     import privgate
     from privgate.core import stages
 
     policy = type(adult_policy).model_validate(_arx_case_spec(adult_policy))
-    release = privgate.anonymize(stages.ingest(policy).frame, policy)
+    frame = stages.ingest(policy).frame
+    return frame, privgate.anonymize(frame, policy)
+
+
+@pytest.mark.slow  # a whole-Adult search under hierarchical t-closeness: 10 s under load
+def test_arx_hierarchical_t_closeness_case_publishes(shared_data, arx_release) -> None:
+    """ARX's test case: the search finds ARX's node (1,384 records suppressed); the gate
+    measured t against the released records blocked it at 0.202777, and with the input's
+    distribution it passes, at the level the search measured."""
+    folder = shared_data("arx/adult.csv").parent
+    frame, found = arx_release
+    sensitive = "occupation"
+    qis = [c for c in frame.columns if c != sensitive]
+    assert sorted(qis) == sorted(found.policy.quasi_identifiers)
+    t_model = TCloseness(
+        column=sensitive,
+        t=0.2,
+        distance="hierarchical",
+        hierarchy=ARXHierarchy.from_csv(sensitive, folder / "adult_hierarchy_occupation.csv"),
+    )
+    models = [KAnonymity(k=5), t_model]
+    assert found.metrics["suppressed"] == 1384
+    release = found.frame
+    assert len(release) == len(frame) - 1384
+    limits = {"input_rows": len(frame), "suppression_limit": 0.05}
+    old = verify_table(release, qis, models, **limits)
+    assert not old.passed and "reaches 0.202777" in old.reasons[0]
+    reference = sensitive_reference(frame, [sensitive])
+    decision = verify_table(release, qis, models, reference=reference, **limits)
+    assert decision.passed, decision.reasons
+    assert decision.measurements["achieved"][str(t_model)] <= 0.2
+
+
+@pytest.mark.slow  # the same whole-Adult search as above (shared), then the written file
+def test_arx_case_publishes_through_the_python_api(arx_release, tmp_path) -> None:
+    """The same case as a policy, through :func:`privgate.anonymize`, and written: the file's
+    gate uses the same reference (without it, it blocked and removed the file)."""
+    _, release = arx_release
     assert release.passed, release.decision.reasons
     assert release.metrics["suppressed"] == 1384
     achieved = release.decision.measurements["achieved"]
