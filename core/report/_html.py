@@ -273,6 +273,7 @@ def _privacy(report: ReleaseReport) -> str:
     average_risk = (sum(sizes.values()) / records) if records else None
     highest_risk = (1 / min(sizes)) if sizes else None
     per_person = p.get("class_size_unit") == "persons"
+    unit = "persons" if per_person else "records"
     if per_person:  # a person may sit in several classes: the gate's own figure, if measured
         achieved = m.get("achieved", {})
         average_risk = next((v for n, v in achieved.items() if n.startswith("average")), None)
@@ -304,12 +305,19 @@ def _privacy(report: ReleaseReport) -> str:
         ),
         _plot(_plots.class_size_figure(sizes, int(p.get("k", 1)))),
         "<h3>Re-identification risk</h3>",
-        "<p class='note'>Prosecutor model: an attacker who knows a person is in the release and "
-        "knows their quasi-identifiers picks one record of their class, so a record's risk is "
-        "1 / its class size.</p>",
-        _plot(_plots.risk_figure(sizes, int(p.get("k", 1)))),
+        (
+            "<p class='note'>Prosecutor model: an attacker who knows a person is in the release "
+            "and knows their quasi-identifiers picks one person of their class, so a person's "
+            "risk is 1 / the persons in the class (a person in several classes counts in "
+            "each).</p>"
+            if per_person
+            else "<p class='note'>Prosecutor model: an attacker who knows a person is in the "
+            "release and knows their quasi-identifiers picks one record of their class, so a "
+            "record's risk is 1 / its class size.</p>"
+        ),
+        _plot(_plots.risk_figure(sizes, int(p.get("k", 1)), unit)),
         _table(
-            ["risk band", "share of records"],
+            ["risk band", f"share of {unit}"],
             [(band, f"{100 * share:.2f}%") for band, share in _plots.risk_bands(sizes)],
             numeric=(1,),
             narrow=True,

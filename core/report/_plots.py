@@ -124,7 +124,8 @@ RISK_BANDS = (0.01, 0.02, 0.05, 0.1, 0.2, 1 / 3, 0.5, 1.0)
 
 
 def risk_bands(class_sizes: Mapping[int, int]) -> list[tuple[str, float]]:
-    """Share of records per prosecutor-risk band ``(lower, upper]``."""
+    """Share of records per prosecutor-risk band ``(lower, upper]`` (of persons, when the
+    class sizes count persons: each person weighs 1 in each class they are in)."""
     sizes = np.array([int(s) for s in class_sizes], dtype=float)
     counts = np.array([int(c) for c in class_sizes.values()], dtype=float)
     records = counts * sizes
@@ -142,20 +143,22 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def risk_figure(class_sizes: Mapping[int, int], k: int) -> str:
-    """Share of records per prosecutor re-identification risk band, with ``1/k`` marked."""
+def risk_figure(class_sizes: Mapping[int, int], k: int, unit: str = "records") -> str:
+    """Share of ``unit`` (records, or persons when the class sizes count persons) per
+    prosecutor re-identification risk band, with ``1/k`` marked."""
     bands = risk_bands(class_sizes)
+    single = unit.removesuffix("s")
     percents = [100 * share for _, share in bands]
     canvas = Canvas(WIDTH, 280, "risk distribution")
     [panel] = _row(canvas, 280, [((-0.6, len(bands) - 0.4), (0, _top(percents)), False)])
     panel.axes(
-        "prosecutor risk of a record (1 / its class size)",
-        "% of released records",
+        f"prosecutor risk of a {single} (1 / its class size)",
+        f"% of released {unit}",
         xticks=_category_ticks([band for band, _ in bands]),
     )
     width = 0.8 * (panel.x(1) - panel.x(0))
     for i, ((band, _), percent) in enumerate(zip(bands, percents, strict=True)):
-        panel.vbar(i, width, percent, RELEASE, f"risk {band}: {percent:.2f}% of released records",
+        panel.vbar(i, width, percent, RELEASE, f"risk {band}: {percent:.2f}% of released {unit}",
                    f"{percent:.1f}%")  # fmt: skip
     limit = 1.0 / k
     position = next((i for i, up in enumerate(RISK_BANDS) if limit <= up + 1e-12), len(bands) - 1)

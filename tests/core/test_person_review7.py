@@ -92,6 +92,9 @@ def test_report_names_suppressed_persons_as_persons() -> None:
     assert "suppressed persons" in rows and "suppressed records" not in rows
     html = _privacy(report)
     assert "suppressed persons" in html and "suppressed records" not in html
+    # The risk bands weigh persons too (class sizes count persons), and say so.
+    assert "share of persons" in html and "% of released persons" in html
+    assert "share of records" not in html and "% of released records" not in html
 
 
 # δ-disclosure per person: an exact tie never passes by rounding
