@@ -51,7 +51,7 @@ from privgate.core.anonymize._result import AnonymizationResult, Generalization
 from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import AnonymizationError
-from privgate.core.metrics import LossMetric, make_metric
+from privgate.core.metrics import DecomposableMetric, LossMetric, make_metric
 from privgate.core.privacy import PERSON_MODELS, PrivacyModel
 from privgate.core.progress import Progress
 
@@ -148,7 +148,13 @@ class OptimalLattice(FullDomainAlgorithm):
         return freq.cache[key]
 
     def _prepared_metric(self, freq: FrequencySet, min_class_size: int) -> LossMetric:
+        """The metric prepared on ``freq``. A metric named by a string and decomposable is
+        prepared once per frequency set and kept in its cache (its costs do not depend on k):
+        searches for several k on one encoded table share it."""
         metric = make_metric(self.metric) if isinstance(self.metric, str) else self.metric
+        shared = isinstance(self.metric, str) and isinstance(metric, DecomposableMetric)
+        if shared and ("prepared_metric", self.metric) in freq.cache:
+            return freq.cache["prepared_metric", self.metric].for_min_class_size(min_class_size)
         key = ("value_frequencies", None)  # per column, records per level-0 code: any k
         if key not in freq.cache:
             weights = freq.counts.astype(np.float64)
@@ -157,7 +163,12 @@ class OptimalLattice(FullDomainAlgorithm):
                 for j, col in enumerate(freq.table.columns)
             ]
         frequencies = freq.cache[key]
-        return metric.prepare(freq.table.columns, frequencies, freq.table.n_rows, min_class_size)
+        prepared = metric.prepare(
+            freq.table.columns, frequencies, freq.table.n_rows, min_class_size
+        )
+        if shared:
+            freq.cache["prepared_metric", self.metric] = prepared
+        return prepared
 
     def search(self, freq: FrequencySet, persons: np.ndarray | None = None) -> Generalization:
         """Find the optimal node and the records it suppresses.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
@@ -100,6 +101,14 @@ class DecomposableMetric(LossMetric):
 
     def _prepare(self) -> None:
         self.totals_, self.extras_, self.norm_ = self._costs()
+
+    def for_min_class_size(self, min_class_size: int) -> DecomposableMetric:
+        """This prepared metric for another ``min_class_size``, its costs shared, not
+        recomputed: ``A`` and ``D`` need only the attributes' frequencies, so one table's
+        costs serve a search for every k (the searches for several k on one encoded table)."""
+        other = copy.copy(self)
+        other.min_class_size_ = int(min_class_size)
+        return other
 
     def lower_bound(self, nodes: np.ndarray) -> np.ndarray:
         nodes = np.atleast_2d(nodes)

@@ -36,6 +36,7 @@ from privgate.core.encoding import ClassStats, EncodedTable, encode_table
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.gate import class_stats_of, sensitive_reference, verify_table
 from privgate.core.hierarchy import ARXHierarchy, Hierarchy, IntervalHierarchy, taxonomy_hierarchy
+from privgate.core.metrics import Loss
 from privgate.core.privacy import (
     AverageRisk,
     DistinctLDiversity,
@@ -557,6 +558,8 @@ def test_every_speed_path_finds_the_exhaustive_golden_node_in_every_adult_cell(
         # which every later cell reuses; reversed, the first cell (k=100, 2 %) builds triples
         # and the 0 % cells use them instead of building pairs.
         assert built == ({3} if path == "shared_reversed" else {2, 3})
+        # The loss metric's costs (independent of k) were prepared once, for every cell.
+        assert isinstance(shared.cache["prepared_metric", "loss"], Loss)
 
 
 def test_adult_projection_bounds_are_the_records_of_the_small_projected_groups(
