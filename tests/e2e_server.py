@@ -1,7 +1,8 @@
-"""A real Prefect server and ``privgate serve`` against it, for the end-to-end files
-(``tests/flows/test_server_e2e.py`` and ``test_server_crash.py``): the fixtures ``server`` and
-``served`` (module-scoped, so each file has its own server, home and database, and the two files
-can run on different pytest-xdist workers), and what a user does through the API or the UI.
+"""A real Prefect server and ``privgate serve`` against it, for the end-to-end file
+(``tests/flows/test_server_e2e.py``, which also holds the host-crash test that had a file, a
+server and a serving process of its own): the fixtures ``server`` and ``served`` (module-scoped,
+so a file using them has its own server, home and database), and what a user does through the
+API or the UI.
 
 Only Prefect's *timing* settings differ from production, never the mechanism: the serving
 process looks for runs to start every :data:`POLL_SECONDS` instead of Prefect's default 10 s
