@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -12,6 +13,7 @@ from privgate.core.exceptions import VerificationError
 from privgate.core.gate import (
     GateDecision,
     class_stats_of,
+    group_rows,
     read_release,
     verify_release,
     verify_table,
@@ -422,3 +424,15 @@ def test_text_codes_of_a_text_or_integer_column_count_distinct_cells_first(share
         assert values.tolist() == want_values.tolist()
     for other in (pd.Series([1, 1.0, "1", True], dtype=object), pd.Series([0.0, -0.0])):
         assert not core_gate._text_exact_dtype(other)  # equal values, different texts
+
+
+@pytest.mark.parametrize("rows", [0, 1, 1000, (1 << 20) + 7])
+def test_group_rows_is_np_unique_on_either_side_of_the_hash_threshold(rows):
+    """The gate's grouping by hash (from HASH_ROWS rows) gives np.unique's class ids (in the
+    keys' order) and first rows, on keys with negative, repeated and far-apart values."""
+    rng = np.random.default_rng(rows)
+    key = rng.integers(-50, 5000, rows).astype(np.int64) * 7_919_000_011
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    got_ids, got_first = group_rows(key)
+    assert np.array_equal(got_ids, inverse.reshape(-1))
+    assert np.array_equal(got_first, first)
