@@ -33,7 +33,7 @@ from privgate.core.textcsv import read_text_columns, write_text_columns
 
 __all__ = ["TextCodes", "read_coded_csv", "write_coded_csv"]
 
-#: Bytes pyarrow reads per block (memory held as text at once, per block).
+#: Bytes pyarrow parses per block (a block is held as text while it is coded; one per core).
 BLOCK_BYTES = 16 << 20
 #: Rows written per pyarrow batch (memory held as text at once when writing).
 WRITE_ROWS = 1 << 20
@@ -80,15 +80,16 @@ class TextCodes:
         return TextCodes(self.codes[rows], self.values)
 
 
-def _sorted_codes(local: np.ndarray, texts: list[str]) -> TextCodes:
-    """Re-code ``local`` (codes into ``texts``, ``-1`` missing) into sorted ``texts``."""
+def _sorted_rank(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The rank of each of ``texts`` among them sorted (``-1`` appended, for a missing cell)
+    and the sorted texts."""
     order = sorted(range(len(texts)), key=texts.__getitem__)
     rank = np.empty(len(texts) + 1, dtype=np.int32)
     rank[order] = np.arange(len(texts), dtype=np.int32)
     rank[-1] = -1
     values = np.empty(len(texts), dtype=object)
     values[:] = [texts[i] for i in order]
-    return TextCodes(rank[local], values)
+    return rank, values
 
 
 def _header(path: Path, delimiter: str, codec: str, header: bool) -> list[str] | None:
@@ -119,6 +120,35 @@ def _has_bom(path: Path) -> bool:
         return fh.read(3) == b"\xef\xbb\xbf"
 
 
+def _column_codes(chunks: list, n_rows: int) -> tuple[TextCodes, bool] | None:
+    """One column's pyarrow dictionary chunks (a dictionary per block) as :class:`TextCodes`,
+    and whether any cell is empty or missing; ``None`` if a text needs the reference reader.
+
+    Each chunk's codes go through one lookup table (its dictionary's place among the
+    column's sorted distinct texts) straight into the result: one pass over the rows.
+    """
+    seen: dict[str, int] = {}
+    local_parts = []
+    for array in chunks:
+        texts = array.dictionary.to_pylist()
+        lut = np.fromiter((seen.setdefault(t, len(seen)) for t in texts), np.int32, len(texts))
+        local = array.indices.fill_null(len(texts)) if array.null_count else array.indices
+        local_parts.append((lut, local.to_numpy(zero_copy_only=False)))  # in [0, len(texts)]
+    texts = list(seen)
+    limit = csv.field_size_limit()
+    if any('"' in t or "\x00" in t or len(t) > limit for t in texts):
+        return None  # quoting, NUL bytes, a cell over the csv module's limit: its call
+    rank, values = _sorted_rank(texts)
+    codes = np.empty(n_rows, dtype=np.int32)
+    start = 0
+    for lut, local in local_parts:
+        stop = start + len(local)
+        np.take(rank[np.append(lut, np.int32(-1))], local, out=codes[start:stop], mode="clip")
+        start = stop
+    has_empty = any(a.null_count for a in chunks) or "" in seen
+    return TextCodes(codes, values), has_empty
+
+
 def _read_arrow(
     path: Path, names: list[str], delimiter: str, encoding: str, header: bool, markers: set
 ) -> dict[str, TextCodes] | None:
@@ -126,13 +156,16 @@ def _read_arrow(
     import pyarrow.csv as pcsv
 
     text_type = pa.dictionary(pa.int32(), pa.string())
-    reader = pcsv.open_csv(
+    # The whole file at once, its blocks parsed and dictionary-encoded on every core (the
+    # streaming reader converts one block at a time); held as codes, 4 bytes a cell.
+    table = pcsv.read_csv(
         path,
         read_options=pcsv.ReadOptions(
             column_names=[f"c{j}" for j in range(len(names))],
             skip_rows=1 if header else 0,
             block_size=BLOCK_BYTES,
             encoding=encoding,
+            use_threads=True,
         ),
         parse_options=pcsv.ParseOptions(
             delimiter=delimiter, quote_char=False, escape_char=False, ignore_empty_lines=False
@@ -144,36 +177,29 @@ def _read_arrow(
             quoted_strings_can_be_null=True,
         ),
     )
-    found: list[dict[str, int]] = [{} for _ in names]
-    parts: list[list[np.ndarray]] = [[] for _ in names]
-    for batch in reader:
-        blank = np.ones(batch.num_rows, dtype=bool)  # rows whose every cell is empty
-        for j in range(len(names)):
-            array = batch.column(j)
-            seen = found[j]
-            texts = array.dictionary.to_pylist()
-            lut = np.fromiter((seen.setdefault(t, len(seen)) for t in texts), np.int32, len(texts))
-            lut = np.append(lut, np.int32(-1))
-            local = array.indices.fill_null(len(texts)) if array.null_count else array.indices
-            local = local.to_numpy(zero_copy_only=False)
-            empty = local == len(texts)
-            if "" in texts:
-                empty |= local == texts.index("")
-            blank &= empty
-            parts[j].append(lut[local])
-        if blank.any():
-            # pyarrow reads a blank line as a row of empty cells, the reference reader refuses
-            # it (or drops it at the end of the file): let the reference reader decide.
-            return None
-    columns = {}
+    n_rows = table.num_rows
+    chunks = [table.column(j).chunks for j in range(len(names))]
+    del table  # each column's blocks are freed once coded
+    columns: dict[str, TextCodes] = {}
+    blank: np.ndarray | None = None  # rows whose every cell so far is empty
+    maybe_blank = True  # False once a column has no empty cell at all
     for j, name in enumerate(names):
-        texts = list(found[j])
-        limit = csv.field_size_limit()
-        if any('"' in t or "\x00" in t or len(t) > limit for t in texts):
-            return None  # quoting, NUL bytes, a cell over the csv module's limit: its call
-        local = np.concatenate(parts[j]) if parts[j] else np.zeros(0, dtype=np.int32)
-        parts[j] = []
-        columns[name] = _sorted_codes(local, texts)
+        coded = _column_codes(chunks[j], n_rows)
+        chunks[j] = []
+        if coded is None:
+            return None
+        column, has_empty = coded
+        columns[name] = column
+        maybe_blank = maybe_blank and has_empty
+        if maybe_blank:
+            empty = column.codes < 0
+            if len(column.values) and column.values[0] == "":  # "" sorts first
+                empty |= column.codes == 0
+            blank = empty if blank is None else blank & empty
+    if maybe_blank and blank is not None and blank.any():
+        # pyarrow reads a blank line as a row of empty cells, the reference reader refuses
+        # it (or drops it at the end of the file): let the reference reader decide.
+        return None
     return columns
 
 

@@ -79,6 +79,33 @@ def test_coded_reader_on_adult_with_markers(shared_data):
         assert list(coded[name].values) == sorted(set(cells.tolist()) - {None})
 
 
+def test_coded_reader_joins_many_blocks_into_the_reference_readers_cells(
+    shared_data, tmp_path, monkeypatch
+):
+    """Adult read in 64 KiB blocks (each block has its own dictionaries, parsed on every
+    core): the reference reader's cells, without falling back to it; a blank line many blocks
+    down (pyarrow reads it as a row of empty cells) still goes to the reference reader, which
+    refuses it."""
+    import privgate.core.columnar as columnar
+
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 64 << 10)
+    path = shared_data("arx/adult.csv")
+    options = {"delimiter": ";", "missing": ["", "?"]}
+    text = read_text_columns(path, **options)
+    with monkeypatch.context() as patched:
+        patched.setattr(columnar, "read_text_columns", None)  # a fallback would fail
+        coded = read_coded_csv(path, **options)
+    assert {name: c.tolist() for name, c in coded.items()} == {
+        name: cells.tolist() for name, cells in text.items()
+    }
+    lines = Path(path).read_text().splitlines(keepends=True)
+    blank = tmp_path / "blank.csv"
+    blank.write_text("".join([*lines[:20_000], "\n", *lines[20_000:]]))
+    refused = _cells(read_coded_csv, blank, **options)
+    assert refused == _cells(read_text_columns, blank, **options)
+    assert refused[0] == "refused"
+
+
 def test_coded_writer_writes_the_reference_writers_bytes(shared_data, tmp_path):
     cells = read_text_columns(shared_data("arx/adult.csv"), delimiter=";", missing=["?"])
     cells["age"][[3, 7]] = None
