@@ -25,6 +25,7 @@ import csv
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -37,6 +38,9 @@ __all__ = ["TextCodes", "read_coded_csv", "write_coded_csv"]
 BLOCK_BYTES = 16 << 20
 #: Rows written per pyarrow batch (memory held as text at once when writing).
 WRITE_ROWS = 1 << 20
+#: Distinct lines a file is written from (with up to half its rows, when more): above, it is
+#: written cell by cell.
+MAX_DISTINCT_LINES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -269,16 +273,97 @@ def write_coded_csv(
         cells = {name: column.text(rows) for name, column in columns.items()}
         write_text_columns(path, cells, delimiter)
         return
+    header = (delimiter.join(names) + "\n").encode("utf-8")
+    n = len(next(iter(columns.values()))) if rows is None else len(rows)
+    with open(path, "wb") as fh:
+        fh.write(header)
+        if not _write_lines(fh, columns, rows, delimiter, n):
+            _write_cells(fh, columns, rows, delimiter, n)
+
+
+def _line_ids(
+    columns: Mapping[str, TextCodes], rows: np.ndarray | None, n: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each written row's distinct line (an id) and each line's codes per column (rows of an
+    ``(n_lines, n_columns)`` array), or ``None`` when lines are too many or too varied to key."""
+    radices = [len(c.values) + 1 for c in columns.values()]  # + 1: a missing cell
+    if float(np.prod(radices, dtype=float)) >= 2.0**62:
+        return None
+    import pandas as pd
+
+    key = np.zeros(n, dtype=np.int64)
+    for column, radix in zip(columns.values(), radices, strict=True):
+        codes = column.codes if rows is None else column.codes[rows]
+        key *= radix
+        key += codes
+        key += 1
+    ids, lines = pd.factorize(key, sort=False)  # one hash pass, no sort of the rows
+    del key
+    if len(lines) > max(n // 2, MAX_DISTINCT_LINES):
+        return None
+    digits = np.empty((len(lines), len(radices)), dtype=np.int64)
+    rest = np.asarray(lines, dtype=np.int64)
+    for j in range(len(radices) - 1, -1, -1):
+        rest, digits[:, j] = np.divmod(rest, radices[j])
+    return ids, digits - 1
+
+
+def _write_lines(
+    fh: BinaryIO,
+    columns: Mapping[str, TextCodes],
+    rows: np.ndarray | None,
+    delimiter: str,
+    n: int,
+) -> bool:
+    """Write the rows as copies of their distinct lines; ``False`` (nothing written) when the
+    rows have too many distinct lines for that to pay.
+
+    Why: a release's rows are a few distinct lines (its classes times its other columns'
+    values), so each distinct line's bytes are made once and the file is gathered from them
+    by pyarrow's ``take``, one copy per row, instead of formatting every cell of every row.
+    """
+    import pyarrow as pa
+
+    found = _line_ids(columns, rows, n)
+    if found is None:
+        return False
+    ids, digits = found
+    lookups = []
+    for column in columns.values():
+        lookup = np.empty(len(column.values) + 1, dtype=object)
+        lookup[:-1] = column.values
+        lookup[-1] = ""  # a missing cell: empty, as the reference writer writes it
+        lookups.append(lookup)
+    cells = [lookup[digits[:, j]].tolist() for j, lookup in enumerate(lookups)]
+    text = [delimiter.join(parts) + "\n" for parts in zip(*cells, strict=True)]
+    lines = pa.array(text, pa.large_string())
+    for start in range(0, n, WRITE_ROWS):
+        chunk = lines.take(pa.array(ids[start : start + WRITE_ROWS]))
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)
+        first, last = offsets[chunk.offset], offsets[chunk.offset + len(chunk)]
+        fh.write(memoryview(chunk.buffers()[2])[first:last])
+        del chunk, offsets
+    pa.default_memory_pool().release_unused()  # the chunks' text, back before the gate reads
+    return True
+
+
+def _write_cells(
+    fh: BinaryIO,
+    columns: Mapping[str, TextCodes],
+    rows: np.ndarray | None,
+    delimiter: str,
+    n: int,
+) -> None:
+    """Write the rows cell by cell with pyarrow's CSV writer, unquoted."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    n = len(next(iter(columns.values()))) if rows is None else len(rows)
+    names = list(columns)
     dictionaries = {name: pa.array(c.values.tolist(), pa.string()) for name, c in columns.items()}
     schema = pa.schema([(name, pa.string()) for name in names])
-    # pyarrow quotes the header whatever the style: the header line is written here.
+    # pyarrow quotes the header whatever the style: the header line is written by the caller.
     options = pcsv.WriteOptions(delimiter=delimiter, quoting_style="none", include_header=False)
-    with open(path, "wb") as fh, pcsv.CSVWriter(fh, schema, write_options=options) as writer:
-        fh.write((delimiter.join(names) + "\n").encode("utf-8"))
+    with pcsv.CSVWriter(fh, schema, write_options=options) as writer:
         for start in range(0, n, WRITE_ROWS):
             stop = min(n, start + WRITE_ROWS)
             arrays = []

@@ -106,7 +106,20 @@ def test_coded_reader_joins_many_blocks_into_the_reference_readers_cells(
     assert refused[0] == "refused"
 
 
-def test_coded_writer_writes_the_reference_writers_bytes(shared_data, tmp_path):
+@pytest.mark.parametrize("by", ["lines", "cells"])
+def test_coded_writer_writes_the_reference_writers_bytes(shared_data, tmp_path, monkeypatch, by):
+    """Both ways of writing without quotes: copies of the distinct lines (a release's case)
+    and cell by cell (a table of too many distinct lines; forced here)."""
+    import privgate.core.columnar as columnar
+
+    written = []
+    by_lines = columnar._write_lines
+    if by == "cells":
+        monkeypatch.setattr(columnar, "_write_lines", lambda *args: False)
+    else:
+        monkeypatch.setattr(
+            columnar, "_write_lines", lambda *args: written.append(by_lines(*args)) or written[-1]
+        )
     cells = read_text_columns(shared_data("arx/adult.csv"), delimiter=";", missing=["?"])
     cells["age"][[3, 7]] = None
     coded = {name: TextCodes.from_text(column) for name, column in cells.items()}
@@ -114,6 +127,11 @@ def test_coded_writer_writes_the_reference_writers_bytes(shared_data, tmp_path):
     write_text_columns(tmp_path / "reference.csv", {n: c[rows] for n, c in cells.items()})
     write_coded_csv(tmp_path / "coded.csv", coded, rows)
     assert (tmp_path / "coded.csv").read_bytes() == (tmp_path / "reference.csv").read_bytes()
+    write_text_columns(tmp_path / "reference_all.csv", cells)
+    write_coded_csv(tmp_path / "coded_all.csv", coded)
+    assert (tmp_path / "coded_all.csv").read_bytes() == (
+        tmp_path / "reference_all.csv"
+    ).read_bytes()
 
 
 def test_coded_writer_quotes_like_the_reference_when_a_value_needs_it(tmp_path):
