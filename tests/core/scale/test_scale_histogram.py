@@ -96,6 +96,11 @@ def test_missing_quasi_identifier_cells_encode_as_on_one_machine():
         assert ours.domain_size == theirs.domain_size
         assert sorted(map(repr, ours.labels[1])) == sorted(map(repr, theirs.labels[1]))
     assert None in list(freq.table.columns[0].labels[0])  # the missing cell, kept missing
+    # The missing cell moves from first (code -1) to last: the tuples are sorted again, not
+    # left in the histogram's order.
+    assert (merge_histograms(pieces).tuples[:, 0] < 0).any()
+    order = np.lexsort(freq.qi_codes.T[::-1])
+    np.testing.assert_array_equal(order, np.arange(len(freq.counts)))
 
 
 def test_class_stats_equal_the_gates_on_text_with_missing_cells():
