@@ -212,11 +212,31 @@ def task_runs(api: str, run_id: str) -> list[dict]:
 
 def retry_from_the_cli(server: dict, run_id: str) -> None:
     """`prefect flow-run retry RUN_ID`, as the data owner types it."""
+    with retrying_from_the_cli(server, run_id):
+        pass
+
+
+@contextmanager
+def retrying_from_the_cli(server: dict, run_id: str):
+    """`prefect flow-run retry RUN_ID` typed while the block runs (someone else clicks Retry
+    on another run in the UI, say): the command starts on entry and must have succeeded, within
+    60 s, when the block ends (``CalledProcessError`` otherwise, with its output)."""
     prefect = str(Path(sys.executable).with_name("prefect"))
-    subprocess.run(
-        [prefect, "flow-run", "retry", run_id], env=server["env"], check=True,
-        capture_output=True, timeout=60,
+    process = subprocess.Popen(
+        [prefect, "flow-run", "retry", run_id], env=server["env"], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )  # fmt: skip
+    try:
+        yield
+    finally:
+        try:
+            output, _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, process.args, output)
 
 
 def write_policy(path: Path, max_loss: float) -> None:
