@@ -7,6 +7,7 @@ removed again. A release that was already published before (a duplicated run) is
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from prefect import task
 from prefect.logging import get_run_logger
 from prefect.transactions import get_transaction
 
-from privgate.core.publish import StagedRelease, publish, published_by_another, rolled_back_name
+from privgate.core.publish import StagedRelease, publish, rolled_back_name
 
 #: Transaction key under which publish_task records the folder it created.
 PUBLISHED_KEY = "published_dir"
@@ -24,15 +25,27 @@ PUBLISHED_KEY = "published_dir"
 def publish_task(staged: StagedRelease, manifest: dict) -> Path:
     """Move the verified release into ``releases/<dataset>/<release-id>/``."""
     existed = staged.final_dir.exists()
+    staging = _identity(staged.staging_dir)
     path = publish(staged, manifest)
     # A concurrent run may publish between the check above and the rename: its folder is
-    # kept, and a rollback of this run must not take it out.
-    ours = not existed and published_by_another(path, manifest.get("run_id")) is None
+    # kept, and a rollback of this run must not take it out. The folder in place is this
+    # run's only if it is this run's staging folder renamed (the same inode): a DP manifest
+    # has no run id to compare with, so the manifest cannot tell.
+    ours = not existed and staging is not None and _identity(path) == staging
     transaction = get_transaction()
     if transaction is not None and ours:
         transaction.set(PUBLISHED_KEY, str(path))
     get_run_logger().info("publish: %s (%d rows)", path, manifest["output"]["rows"])
     return path
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """The folder's (device, inode), which a rename keeps; ``None`` if it is not there."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 @publish_task.on_rollback
