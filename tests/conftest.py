@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import file_order
 import prefect_db
@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: Real public datasets live next to the repository, in ``../shared/data``; they are never
 #: copied into the project.
 SHARED_DATA_DIR = REPO / ".." / "shared" / "data"
+T = TypeVar("T")
 
 # Quiet, offline Prefect and Great Expectations wherever a test starts them, and persisted stage
 # results and Prefect's home in throwaway folders, never the user's home.
@@ -197,34 +198,71 @@ REPORT_UTILITY = {
 }
 
 
-def _report_inputs(adult: AdultTable, policy: ReleasePolicy) -> dict:
-    """Everything :func:`privgate.core.report.build_report` takes, for one Adult release."""
+def _report_inputs(
+    adult: AdultTable, policy: ReleasePolicy, tmp_path_factory: pytest.TempPathFactory | None = None
+) -> dict:
+    """Everything :func:`privgate.core.report.build_report` takes, for one Adult release.
+
+    With ``tmp_path_factory``, the release and its scores are made once per test run and shared
+    by the xdist workers (:func:`_once_per_run`)."""
     from privgate.core import stages
     from privgate.core.anonymize import SearchSetup
     from privgate.core.utility import check_utility, measure_utility
 
     setup = SearchSetup.from_policy(policy, adult.hierarchies)
-    [table] = stages.anonymize(adult.frame, setup)
-    utility = measure_utility(
-        adult.frame, table.frame, policy, adult.hierarchies, levels=table.result.levels
-    )
+
+    def made() -> dict:
+        [table] = stages.anonymize(adult.frame, setup)
+        utility = measure_utility(
+            adult.frame, table.frame, policy, adult.hierarchies, levels=table.result.levels
+        )
+        return {
+            "table": table,
+            "privacy_decision": stages.verify(table.frame, setup, len(adult.frame)),
+            "utility": utility,
+            "utility_decision": check_utility(utility, policy.utility.thresholds),
+        }
+
+    key = f"report-inputs-{policy.fingerprint()}"
     return {
         "policy": policy,
         "original": adult.frame,
-        "table": table,
-        "privacy_decision": stages.verify(table.frame, setup, len(adult.frame)),
-        "utility": utility,
-        "utility_decision": check_utility(utility, policy.utility.thresholds),
+        **(made() if tmp_path_factory is None else _once_per_run(tmp_path_factory, key, made)),
         "hierarchies": adult.hierarchies,
         "release_id": "2026-11-22-0123456789ab",
         "run": {"run_id": "test", "policy_sha256": policy.fingerprint()},
     }
 
 
+def _once_per_run(tmp_path_factory: pytest.TempPathFactory, key: str, make: Callable[[], T]) -> T:
+    """``make()``, made once per test run: under pytest-xdist the first worker to ask makes it
+    and pickles it into the run's shared temporary folder (a fresh folder every run, so
+    nothing outlives the run's code), and the other workers wait on a file lock and read it.
+
+    For a session value that two files needing it on different workers would otherwise both
+    make (``adult_run``: a whole-Adult search and the utility models, about 7 CPU s)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return make()
+    import fcntl
+    import pickle
+
+    root = tmp_path_factory.getbasetemp().parent  # every worker's basetemp is inside it
+    path = root / f"{key}.pickle"
+    with open(root / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if path.is_file():
+            return pickle.loads(path.read_bytes())
+        value = make()
+        path.with_suffix(".part").write_bytes(pickle.dumps(value))
+        path.with_suffix(".part").replace(path)
+        return value
+
+
 @pytest.fixture(scope="session")
-def adult_run(adult) -> dict:
+def adult_run(adult, tmp_path_factory) -> dict:
     """A published Adult release (k=5, 2 % suppression, l-diversity and t-closeness) with its
-    utility: the inputs of :func:`privgate.core.report.build_report`."""
+    utility: the inputs of :func:`privgate.core.report.build_report`. Made once per run (the
+    report's core tests and its task's test run on different workers)."""
     policy = adult.policy.with_overrides(
         **{
             "utility": REPORT_UTILITY,
@@ -232,7 +270,7 @@ def adult_run(adult) -> dict:
             "privacy.t_closeness": [{"column": "salary-class", "t": 0.3}],
         }
     )
-    return _report_inputs(adult, policy)
+    return _report_inputs(adult, policy, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
