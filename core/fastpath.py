@@ -106,23 +106,28 @@ def anonymize_csv(
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    write_coded_csv(staging, release.columns)
-    n_released = len(next(iter(release.columns.values())))
-    del release  # the gate re-reads the written file, nothing of the search's result
-    timings["write"] = time.perf_counter() - mark
+    expected_rows = n_rows - release.plan.suppressed
+    try:  # a failed write or gate leaves no partial file (a release as large as the table)
+        write_coded_csv(staging, release.columns)
+        n_released = len(next(iter(release.columns.values())))
+        del release  # the gate re-reads the written file, nothing of the search's result
+        timings["write"] = time.perf_counter() - mark
 
-    mark = time.perf_counter()
-    decision = verify_release(
-        staging,
-        list(setup.quasi_identifiers),
-        list(setup.models),
-        reference=reference,
-        **setup.gate_limits(n_rows),
-    )
-    timings["verify"] = time.perf_counter() - mark
-    if not decision.passed:
+        mark = time.perf_counter()
+        decision = verify_release(
+            staging,
+            list(setup.quasi_identifiers),
+            list(setup.models),
+            reference=reference,
+            expected_rows=expected_rows,  # the plan's rows: a writer losing rows is blocked
+            **setup.gate_limits(n_rows),
+        )
+        timings["verify"] = time.perf_counter() - mark
+        if not decision.passed:
+            raise GateBlockedError(f"gate blocked {output}: {decision.summary}", decision)
+    except BaseException:
         staging.unlink(missing_ok=True)
-        raise GateBlockedError(f"gate blocked {output}: {decision.summary}", decision)
+        raise
     os.replace(staging, output)
     algorithm, levels, details = facts
     summary = {

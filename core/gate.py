@@ -589,6 +589,7 @@ def verify_release(
     path: str | Path,
     quasi_identifiers: Sequence[str],
     models: Sequence[PrivacyModel],
+    expected_rows: int | None = None,
     **limits,
 ) -> GateDecision:
     """Read the release file at ``path`` and :func:`verify_table` it.
@@ -597,12 +598,23 @@ def verify_release(
     :func:`read_release`, grouped on integers, never on a Python string per cell.
 
     An unreadable file is a blocked release, not a crash: the decision says why.
+    ``expected_rows``: the rows the search's plan releases; a file holding another number is
+    not the release that was searched (a writer that lost or repeated rows: a lost whole class
+    still looks k-anonymous, as more suppression within the limit), so it is blocked.
     """
     try:
         release = read_release_codes(path)
     except VerificationError as exc:
         return GateDecision(False, [str(exc)], {})
-    return verify_table(release, quasi_identifiers, models, **limits)
+    decision = verify_table(release, quasi_identifiers, models, **limits)
+    written = decision.measurements.get("rows")
+    if expected_rows is not None and written != expected_rows:
+        mismatch = (
+            f"the written release has {written} rows, the search's plan releases "
+            f"{expected_rows}: the file is not the release that was searched"
+        )
+        decision = GateDecision(False, [*decision.reasons, mismatch], decision.measurements)
+    return decision
 
 
 def check_coverage(

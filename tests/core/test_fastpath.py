@@ -135,3 +135,78 @@ def test_columnar_engine_writes_a_missing_quasi_identifier_kept_at_level_0_as_mi
 
     assert list(written) == list(expected)
     assert rows(written) == rows(expected)
+
+
+def _policy_k5(shared_data):
+    from privgate.core.policy import load_policy
+
+    shared_data("arx/adult.csv")
+    return load_policy(REPO / "policies" / "adult.yaml").with_overrides(**{"privacy.k": 5})
+
+
+@pytest.mark.slow  # whole Adult, searched twice
+def test_a_written_file_missing_a_whole_class_is_blocked_not_renamed(
+    shared_data, tmp_path, monkeypatch
+):
+    """A writer that loses rows can leave a file that is still k-anonymous (a whole class gone
+    looks like more suppression, within the limit): the gate compares the written rows with
+    the search's plan, so such a file is blocked and never takes the output's name."""
+    import numpy as np
+
+    from privgate.core import fastpath
+    from privgate.core.exceptions import GateBlockedError
+
+    policy = _policy_k5(shared_data)
+    real_write = fastpath.write_coded_csv
+    lost: list[int] = []
+
+    def write_losing_the_smallest_class(path, columns, rows=None, delimiter=","):
+        qis = [columns[q].codes.astype(np.int64) for q in policy.quasi_identifiers]
+        key = np.zeros(len(qis[0]), dtype=np.int64)
+        for codes in qis:
+            key = key * (int(codes.max()) + 2) + codes + 1
+        _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        kept = np.flatnonzero(inverse.reshape(-1) != int(np.argmin(counts)))
+        lost.append(int(counts.min()))
+        real_write(path, columns, kept, delimiter)
+
+    out = tmp_path / "release.csv"
+    unchecked, summary = fastpath.anonymize_csv(policy, out, shuffle_seed=1)
+    assert unchecked.passed
+    # the limit allows losing the smallest class on top of what the plan suppresses
+    assert summary["suppressed"] + unchecked.measurements["min_class_size"] <= int(0.02 * 30162)
+    out.unlink()
+    monkeypatch.setattr(fastpath, "write_coded_csv", write_losing_the_smallest_class)
+    with pytest.raises(GateBlockedError, match="the search's plan releases"):
+        fastpath.anonymize_csv(policy, out, shuffle_seed=1)
+    assert lost and lost[0] >= 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written, nothing left
+
+
+@pytest.mark.parametrize("fails_in", ["write", "verify"])
+def test_a_failed_write_or_gate_leaves_no_partial_file(
+    shared_data, tmp_path, monkeypatch, fails_in
+):
+    """A full disk while writing, or an error in the gate, leaves neither the output nor its
+    hidden temporary file (a partial release as large as the table, at 10M rows)."""
+    from privgate.core import fastpath
+
+    policy = _policy_k5(shared_data).with_overrides(**{"privacy.k": 50})
+    real_write = fastpath.write_coded_csv
+
+    def write_then_fill_the_disk(path, columns, rows=None, delimiter=","):
+        real_write(path, columns, rows, delimiter)
+        raise OSError(28, "No space left on device")
+
+    def gate_fails(*args, **kwargs):
+        raise MemoryError("the gate ran out of memory")
+
+    if fails_in == "write":
+        monkeypatch.setattr(fastpath, "write_coded_csv", write_then_fill_the_disk)
+        expected = OSError
+    else:
+        monkeypatch.setattr(fastpath, "verify_release", gate_fails)
+        expected = MemoryError
+    with pytest.raises(expected):
+        fastpath.anonymize_csv(policy, tmp_path / "release.csv", shuffle_seed=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
