@@ -116,3 +116,16 @@ def test_a_malformed_key_in_the_environment_is_an_error_not_no_encryption(monkey
     assert cache_key_from_environment() is not None
     monkeypatch.delenv("PRIVGATE_CACHE_KEY")
     assert cache_key_from_environment() is None
+
+
+def test_object_arrays_round_trip_strings_and_mixed_values_alike():
+    """A release's labels (object arrays of strings) take the strings-only path; an array that
+    mixes strings with other values, or holds a string ending in NUL, still keeps every value
+    and its type."""
+    labels = np.array(["[20, 40[", "", "x\x00", "Female"], dtype=object)
+    mixed = np.array(["a", 1, None, 2.5, dt.date(2026, 11, 26)], dtype=object)
+    back = unseal(seal({"labels": labels, "mixed": mixed}))
+    assert back["labels"].dtype == object and back["labels"].tolist() == labels.tolist()
+    assert all(type(v) is str for v in back["labels"])
+    assert back["mixed"].dtype == object and back["mixed"].tolist() == mixed.tolist()
+    assert [type(v) for v in back["mixed"]] == [type(v) for v in mixed]
