@@ -134,6 +134,26 @@ def test_coded_writer_writes_the_reference_writers_bytes(shared_data, tmp_path, 
     ).read_bytes()
 
 
+def test_coded_writer_writes_a_table_of_mostly_distinct_lines_cell_by_cell(tmp_path, monkeypatch):
+    """Above 2^16 distinct lines and one per 16 rows, lines are not made one by one (1M of
+    them cost more than writing 10M rows cell by cell): the cell by cell writer runs, and
+    writes the reference writer's bytes."""
+    import privgate.core.columnar as columnar
+
+    by_cells = columnar._write_cells
+    used = []
+    monkeypatch.setattr(columnar, "_write_cells", lambda *args: used.append(1) or by_cells(*args))
+    n = 200_000  # 100,000 distinct lines: one per 2 rows
+    cells = {
+        "id": np.array([f"p{i % 100_000}" for i in range(n)], dtype=object),
+        "group": np.array(["a", "b", None, "c"] * (n // 4), dtype=object),
+    }
+    write_text_columns(tmp_path / "reference.csv", cells)
+    write_coded_csv(tmp_path / "coded.csv", {k: TextCodes.from_text(v) for k, v in cells.items()})
+    assert (tmp_path / "coded.csv").read_bytes() == (tmp_path / "reference.csv").read_bytes()
+    assert used == [1]
+
+
 def test_coded_writer_quotes_like_the_reference_when_a_value_needs_it(tmp_path):
     cells = {
         "a": np.array(['x,"y', "z", None], dtype=object),
