@@ -76,79 +76,93 @@ def kept_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="module")
 def searched(adult, tmp_path_factory):
-    """One release whose search was kept on disk: (file name, file text, result)."""
+    """One release whose budget search found a torn file under its setting's name, ignored it,
+    searched and replaced it: (file name, file text, result, searches run)."""
     folder = tmp_path_factory.mktemp("calibration")
+    document = _calibration.setting_document(COLUMNS, KEYS, CONFIG)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(_calibration.ENVIRONMENT, str(folder))
+        _calibration.store(document, 0.5, CONFIG.mst_measure_split)
+        (path,) = folder.glob("*.json")
+        whole = path.read_text()
+        path.write_text(whole[: len(whole) // 2])  # a torn write
+        assert _calibration.load(document) is None
+        searches = _Searches(patch)
         synthetic._kept_search.cache_clear()
         result, _ = _release(adult.iloc[:1500], _ledger(folder), "r1")
         synthetic._kept_search.cache_clear()
-    (path,) = folder.glob("*.json")
-    return path.name, path.read_text(), result
+    assert [p.name for p in folder.glob("*.json")] == [path.name]
+    return path.name, path.read_text(), result, searches.count
+
+
+@pytest.fixture(scope="module")
+def kept_releases(searched, adult, tmp_path_factory):
+    """Two releases of *other* records of the same policy by a process that has only the kept
+    file (nothing kept in memory): (folder, searches run, [(result, draw text), ...])."""
+    name, text, _, _ = searched
+    folder = tmp_path_factory.mktemp("kept")
+    (folder / name).write_text(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(_calibration.ENVIRONMENT, str(folder))
+        searches = _Searches(patch)
+        synthetic._kept_search.cache_clear()
+        ledger = _ledger(folder)
+        other = adult.iloc[1500:4000]
+        releases = [_release(other, ledger, "r2"), _release(other, ledger, "r3")]
+        synthetic._kept_search.cache_clear()
+    return folder, searches.count, releases
 
 
 def test_the_kept_file_is_the_public_setting_and_the_search_result_only(
-    searched, adult, kept_dir, monkeypatch
+    searched, kept_releases
 ) -> None:
     """The file is the declared setting (built here without any record) plus ρ and the split;
     releasing *other* records of the same policy finds it, runs no search and leaves it as is."""
-    name, text, first = searched
+    name, text, first, _ = searched
     data = json.loads(text)
     assert set(data) == {"setting", "rho", "mst_measure_split"}
     assert data["setting"] == _calibration.setting_document(COLUMNS, KEYS, CONFIG)
     assert data["rho"] == first.rho
     assert data["mst_measure_split"] == first.settings["mst_measure_split"]
-    kept_dir.mkdir()
-    (kept_dir / name).write_text(text)
-    searches = _Searches(monkeypatch)
-    other, _ = _release(adult.iloc[1500:4000], _ledger(kept_dir), "r2")
-    assert searches.count == 0
-    assert [p.name for p in kept_dir.glob("*.json")] == [name]
-    assert (kept_dir / name).read_text() == text
-    assert (other.rho, other.spend) == (first.rho, first.spend)
+    folder, searches, releases = kept_releases
+    assert searches == 0
+    assert [p.name for p in folder.glob("*.json")] == [name]
+    assert (folder / name).read_text() == text
+    for other, _ in releases:
+        assert (other.rho, other.spend) == (first.rho, first.spend)
 
 
 def test_releases_from_a_kept_search_draw_fresh_noise_within_the_budget(
-    searched, adult, kept_dir, monkeypatch
+    searched, kept_releases
 ) -> None:
-    name, text, first = searched
-    kept_dir.mkdir()
-    (kept_dir / name).write_text(text)
-    searches = _Searches(monkeypatch)
-    ledger = _ledger(kept_dir)
-    records = adult.iloc[:1500]
-    one, text_one = _release(records, ledger, "r1")
-    two, text_two = _release(records, ledger, "r2")
-    assert searches.count == 0
+    """Two releases of the same records from the one measurement rebuilt from the file."""
+    _, _, first, _ = searched
+    _, searches, [(one, text_one), (two, text_two)] = kept_releases
+    assert searches == 0
     assert text_one != text_two  # fresh OpenDP noise on the same records
     assert one.spend == two.spend == first.spend
     assert one.spend.epsilon <= 1.0 and one.spend.delta <= 1e-6
 
 
-def test_a_corrupted_file_is_ignored_searched_again_and_replaced(
-    searched, kept_dir, monkeypatch
-) -> None:
-    """What a release asks for first (:func:`~privgate.core.dp.synthetic._budgeted_measurement`
-    of its declared setting): with a torn file it searches again and gets the search's result.
-    No draw is made: what follows the search in a release does not read the file (the releases
-    above draw from a kept one)."""
-    name, text, first = searched
-    kept_dir.mkdir()
-    (kept_dir / name).write_text(text[: len(text) // 2])  # a torn write
-    searches = _Searches(monkeypatch)
-    keys = {name: list(values) for name, values in KEYS.items()}
-    _, rho, epsilon, delta, chosen = synthetic._budgeted_measurement(COLUMNS, keys, CONFIG)
-    assert searches.count == 1
-    assert (rho, epsilon, delta) == (first.rho, first.spend.epsilon, first.spend.delta)
-    assert chosen.mst_measure_split == first.settings["mst_measure_split"]
-    assert json.loads((kept_dir / name).read_text()) == json.loads(text)
+def test_a_corrupted_file_is_ignored_searched_again_and_replaced(searched) -> None:
+    """The module's release found a torn file under its setting's name (written before it ran,
+    unreadable by :func:`~privgate.core.dp._calibration.load`): it ran the search and replaced
+    the file with the search's result, which the release was drawn at."""
+    _, text, first, searches = searched
+    assert searches == 1
+    data = json.loads(text)
+    assert data["setting"] == _calibration.setting_document(COLUMNS, KEYS, CONFIG)
+    assert (data["rho"], data["mst_measure_split"]) == (
+        first.rho,
+        first.settings["mst_measure_split"],
+    )
 
 
 def test_an_altered_result_never_lowers_the_noise(searched, monkeypatch) -> None:
     """A ρ or split no search could have returned is refused before anything is built, and a
     ρ that passed those checks but not OpenDP's privacy map (simulated: the search's ceiling
     raised) is refused by the map; the kept result itself rebuilds the release's measurement."""
-    _, text, first = searched
+    _, text, first, _ = searched
     data = json.loads(text)
     rho, split = data["rho"], data["mst_measure_split"]
     keys = {name: list(values) for name, values in KEYS.items()}
@@ -167,7 +181,7 @@ def test_an_altered_result_never_lowers_the_noise(searched, monkeypatch) -> None
 
 
 def test_a_file_written_for_another_setting_is_not_read(searched, kept_dir) -> None:
-    name, text, _ = searched
+    name, text, _, _ = searched
     kept_dir.mkdir()
     data = json.loads(text)
     data["setting"] = _calibration.setting_document(
