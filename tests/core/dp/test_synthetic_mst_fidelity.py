@@ -84,7 +84,8 @@ def test_opendp_refuses_its_own_mst_selection_at_split_09_on_nine_columns() -> N
 
 @pytest.fixture(scope="module")
 def released(shared_data, tmp_path_factory):
-    """One MST release at ε = 10 through a journaled accountant: (real, result, ledger)."""
+    """One MST release at ε = 10 through a journaled accountant: (real, result, ledger, the
+    model its records were sampled from, as :func:`fit_model` returned it to the release)."""
     frame = pd.read_csv(
         shared_data("adult/adult.data"),
         header=None,
@@ -97,13 +98,24 @@ def released(shared_data, tmp_path_factory):
     ledger = BudgetLedger(f"sqlite:///{folder / 'ledger.sqlite'}")
     ledger.open_account("adult", EPSILON, DELTA)
     accountant = JournaledAccountant(ledger, "adult", "r10", "run-1", budget=(EPSILON, DELTA))
-    result = synthesize(real, DOMAINS, SyntheticConfig("mst", EPSILON, DELTA), accountant)
-    return real, result, ledger
+    fitted = []
+
+    def recorded(text: str):
+        fitted.append((text, fit_model(text)))
+        return fitted[-1][1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("privgate.core.dp.synthetic.fit_model", recorded)
+        result = synthesize(real, DOMAINS, SyntheticConfig("mst", EPSILON, DELTA), accountant)
+    ((text, table),) = fitted  # one fit: of the one journaled draw
+    (draw,) = ledger.draws("adult", "r10")
+    assert text == draw.value
+    return real, result, ledger, table
 
 
 @pytest.mark.slow
 def test_mst_runs_at_epsilon_10_within_its_budget(released) -> None:
-    real, result, ledger = released
+    real, result, ledger, _ = released
     assert 9.9 < result.spend.epsilon <= EPSILON and 0 < result.spend.delta <= DELTA
     assert ledger.account("adult").spent_epsilon <= EPSILON
     assert 0 < result.settings["mst_measure_split"] < 0.9  # 0.9 is refused on 8 columns
@@ -114,7 +126,7 @@ def test_mst_runs_at_epsilon_10_within_its_budget(released) -> None:
 
 @pytest.mark.slow
 def test_a_one_to_one_pair_survives_synthesis_at_epsilon_10(released) -> None:
-    real, result, _ = released
+    real, result, _, _ = released
     number = real.dropna(subset=["education"]).groupby("education")["education-num"].first()
     assert (real["education-num"] == real["education"].map(number)).all()  # one-to-one
     synthetic = result.frame
@@ -131,11 +143,10 @@ def test_the_records_follow_the_fitted_model(released) -> None:
     drawn from; the junction-tree sampler 0.016 and 0.045. The model's 36 pair marginals are
     computed in numpy (:func:`~privgate.core.dp._model_projection.project`, equal to mbi's
     eager-JAX variable elimination and to a brute-force joint in test_model_projection.py):
-    mbi's own compiled a JAX program per pair shape, about 30 s of this test in CI.
+    mbi's own compiled a JAX program per pair shape, about 30 s of this test in CI. The model
+    is the one the release fitted to its journaled draw and sampled from (not fitted again).
     """
-    _, result, ledger = released
-    (draw,) = ledger.draws("adult", "r10")
-    table = fit_model(draw.value)
+    _, result, _, table = released
     frame = result.frame.assign(**{"education-num": result.frame["education-num"].astype(str)})
     distances = []
     for pair in itertools.combinations(RELEASED, 2):
