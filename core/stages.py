@@ -412,7 +412,10 @@ def stage_and_check(
         facts["persons"] = persons
     entry = None
     try:
-        decision = verify(staged.release_file, setup, input_rows, covered=table.covered, **facts)
+        decision = verify(
+            staged.release_file, setup, input_rows, covered=table.covered,
+            expected_rows=len(table.frame), **facts,
+        )  # fmt: skip
         if split is not None:
             decision = attack(staged.release_file, decision, split, policy, setup.hierarchies)
         if past is not None:
@@ -499,9 +502,14 @@ def verify(
     setup: SearchSetup,
     input_rows: int | None,
     covered: list[str] | None = None,
+    expected_rows: int | None = None,
     **private: object,
 ) -> GateDecision:
     """The gate: check every criterion of the policy on the release as written.
+
+    ``expected_rows`` (a written file only): the rows of the release table that was written;
+    a file holding another number is blocked (a writer that lost a whole class leaves a file
+    that is still k-anonymous, its loss looking like suppression within the limit).
 
     ``private`` are the facts the gate verifies with that are never published
     (:meth:`AnonymizedTable.gate_facts`: the person of each row, aligned with ``release``, and
@@ -529,5 +537,7 @@ def verify(
         )
     check = verify_release if isinstance(release, (str, Path)) else verify_table
     limits = {**setup.gate_limits(input_rows), **private}
+    if expected_rows is not None and check is verify_release:
+        limits["expected_rows"] = expected_rows
     decision = check(release, covered, list(setup.models), **limits)
     return check_coverage(decision, covered, qis, narrower_accepted=setup.accept_narrower_coverage)

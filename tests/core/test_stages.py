@@ -183,3 +183,35 @@ def test_rows_are_shuffled_once_when_the_release_is_written(adult, runs, tmp_pat
         )
         orders.append(written)
     assert not orders[0].equals(orders[1])
+
+
+def test_a_written_file_missing_a_whole_class_is_blocked(adult, runs, tmp_path, monkeypatch):
+    """A writer that loses rows can leave a file that is still k-anonymous (a whole class gone
+    looks like more suppression, within the limit): the gate compares the written rows with
+    the release table's, so such a file is blocked (the in-memory flow's stage)."""
+    from privgate.core import stages
+    from privgate.core.gate import verify_release
+
+    policy, table = runs["optimal-loss"]
+    policy = policy.with_overrides(**{"output.directory": str(tmp_path)})
+    setup = SearchSetup.from_policy(policy, adult.hierarchies)
+    qis = list(policy.quasi_identifiers)
+    real_stage = stages.stage_release
+
+    def stage_losing_the_smallest_class(release, *args, **kwargs):
+        sizes = release.groupby(qis, dropna=False).size()
+        smallest = sizes.idxmin()
+        keep = [tuple(r) != smallest for r in release[qis].itertuples(index=False, name=None)]
+        return real_stage(release[keep], *args, **kwargs)
+
+    monkeypatch.setattr(stages, "stage_release", stage_losing_the_smallest_class)
+    staged, decision, _ = stages.stage_and_check(table, setup, policy, "r", len(adult.frame))
+    try:
+        limits = setup.gate_limits(len(adult.frame))
+        unchecked = verify_release(staged.release_file, qis, list(setup.models), **limits)
+        assert unchecked.passed, unchecked.reasons  # k-anonymous and within the limit
+        assert unchecked.measurements["rows"] < len(table.frame)
+    finally:
+        discard(staged)
+    assert not decision.passed
+    assert any("the search's plan releases" in r for r in decision.reasons), decision.reasons
