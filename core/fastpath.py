@@ -25,6 +25,7 @@ from privgate.core.columnar import TextCodes, read_coded_csv, write_coded_csv
 from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
 from privgate.core.policy import ReleasePolicy
+from privgate.core.publish import sync_to_disk
 from privgate.core.scale import anonymize_codes, frequency_set_from_codes, reference_from_codes
 
 __all__ = ["anonymize_csv"]
@@ -125,10 +126,12 @@ def anonymize_csv(
         timings["verify"] = time.perf_counter() - mark
         if not decision.passed:
             raise GateBlockedError(f"gate blocked {output}: {decision.summary}", decision)
+        sync_to_disk(staging)  # verified bytes on disk before the name says "release"
     except BaseException:
         staging.unlink(missing_ok=True)
         raise
     os.replace(staging, output)
+    sync_to_disk(output.parent)
     algorithm, levels, details = facts
     summary = {
         "algorithm": algorithm,

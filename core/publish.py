@@ -47,6 +47,7 @@ __all__ = [
     "sha256_file",
     "stage_release",
     "staging_owner",
+    "sync_to_disk",
     "sweep_stale",
 ]
 
@@ -102,7 +103,10 @@ class StagedRelease:
         return self.final_dir.name
 
 
-def _fsync_dir(path: Path) -> None:
+def sync_to_disk(path: Path) -> None:
+    """Flush a file's content, or a folder's entries (after a rename into it), to disk: a
+    rename is atomic, but without this a power loss right after it can leave the new name
+    pointing at a file whose blocks were never written."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -301,9 +305,9 @@ def publish(staged: StagedRelease, manifest: dict) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         apply_published_mode(staged.staging_dir, staged.file_mode)
-        _fsync_dir(staged.staging_dir)
+        sync_to_disk(staged.staging_dir)
         os.rename(staged.staging_dir, staged.final_dir)
-        _fsync_dir(staged.final_dir.parent)
+        sync_to_disk(staged.final_dir.parent)
     except OSError as exc:
         if staged.final_dir.exists() and (staged.final_dir / "manifest.json").exists():
             discard(staged)

@@ -337,7 +337,7 @@ def unread_by_tests() -> dict:
       task runs the tests read back (``read_task_runs``: Cached, Failed, ...);
     * automations (reactive and proactive triggers and their actions): the tests create the
       crash automation and read it back through the API, and no test waits for one to fire
-      here (the crash automation firing is ``test_server_crash.py``'s own server).
+      here (the crash automation firing is ``test_server_e2e.py``'s own server).
 
     Measured at a load of 8-14: the test server's CPU per release flow run on Adult went from
     1.09 to 0.83 s (the client's stayed at 2.2 s); test_release_flow.py, tests/tasks,

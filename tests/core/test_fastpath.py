@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -210,3 +211,30 @@ def test_a_failed_write_or_gate_leaves_no_partial_file(
     with pytest.raises(expected):
         fastpath.anonymize_csv(policy, tmp_path / "release.csv", shuffle_seed=1)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_verified_file_is_on_disk_before_its_name_says_release(
+    shared_data, tmp_path, monkeypatch
+):
+    """The rename is atomic, but a power loss right after it could leave the release's name on
+    blocks never written: the verified staging file is flushed before the rename, and the
+    folder's entry after it (a crash cannot be staged in a test; the order of the calls is
+    what the guarantee rests on)."""
+    from privgate.core import fastpath
+
+    events: list[str] = []
+    real_replace = fastpath.os.replace
+
+    def recording_sync(path):
+        events.append(f"sync {Path(path).name}")
+
+    def recording_replace(source, target):
+        events.append(f"rename {Path(source).name} -> {Path(target).name}")
+        real_replace(source, target)
+
+    monkeypatch.setattr(fastpath, "sync_to_disk", recording_sync)
+    monkeypatch.setattr(fastpath.os, "replace", recording_replace)
+    policy = _policy_k5(shared_data).with_overrides(**{"privacy.k": 50})
+    fastpath.anonymize_csv(policy, tmp_path / "out" / "release.csv", shuffle_seed=1)
+    staging = f".release.csv.{os.getpid()}.tmp"
+    assert events == [f"sync {staging}", f"rename {staging} -> release.csv", "sync out"]
