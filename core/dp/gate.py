@@ -212,6 +212,7 @@ def verify_dp_microdata_release(
     delta: float,
     expected_rows: Sequence[Sequence[str]] | None = None,
     min_class_size: int | None = None,
+    expected_count: int | None = None,
 ) -> GateDecision:
     """Verify a written record-level DP release (MST, AIM, SafePub) against the ledger.
 
@@ -220,8 +221,11 @@ def verify_dp_microdata_release(
     for every DP release (reservation, journaled draws within the policy's ``(ε, δ)``).
     ``expected_rows``: the records re-derived from the journaled draw alone (synthetic data):
     the file must hold exactly them, in any order. ``min_class_size``: SafePub's k: every
-    released tuple must occur at least that often. Every check reads the file and the ledger
-    only; none reads the private input, so the decision is a function of DP outputs.
+    released tuple must occur at least that often. ``expected_count``: the rows of the release
+    that was written (a DP output): a file holding another number is blocked (a writer that
+    lost a whole SafePub class leaves a file that still passes every other check). Every check
+    reads the file and the ledger only, or that DP output; none reads the private input, so
+    the decision is a function of DP outputs.
     """
     reasons: list[str] = []
     measurements: dict = {}
@@ -236,6 +240,10 @@ def verify_dp_microdata_release(
     measurements["rows"] = rows
     if rows == 0:
         reasons.append("the release has no rows")
+    if expected_count is not None and rows != expected_count:
+        reasons.append(
+            f"the written release has {rows} rows, the release made has {expected_count}"
+        )
     for name, rule in allowed.items():
         values = cells.get(name)
         if values is None:

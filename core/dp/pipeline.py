@@ -192,6 +192,7 @@ def _verify_microdata(
         delta=dp.delta,
         expected_rows=rederived_rows(policy, table, ledger, release_id),
         min_class_size=safepub.get("k"),
+        expected_count=len(table.frame),
     )
 
 

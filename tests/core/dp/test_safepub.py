@@ -164,3 +164,44 @@ def test_the_search_is_charged_per_selection(adult, hierarchies, domains) -> Non
 def test_an_epsilon_that_samples_nearly_everyone_is_refused() -> None:
     with pytest.raises(PrivacyParameterError, match="no longer protects"):
         safepub_parameters(9.0, 1e-5)
+
+
+def test_a_written_safepub_release_missing_a_whole_class_is_blocked(
+    adult, hierarchies, domains, tmp_path
+) -> None:
+    """A writer that loses rows can leave a SafePub file that still holds every tuple at least
+    k times, inside its domains and paid for: the DP gate compares the written rows with the
+    release's (a DP output, not the input), so the manifest's row count is the file's."""
+    from privgate.core.dp.gate import verify_dp_microdata_release
+
+    ledger = BudgetLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    ledger.open_account("adult", 4.0, 1e-4)
+    config = SafePubConfig(epsilon=1.0, delta=1e-5)
+    accountant = JournaledAccountant(ledger, "adult", "r1", "run-1", budget=(1.0, 1e-5))
+    result = safepub_release(adult, domains, hierarchies, config, accountant)
+    sizes = result.frame.groupby(QIS).size()
+    assert len(sizes) > 1
+    smallest = sizes.idxmin()
+    keep = [tuple(r) != smallest for r in result.frame[QIS].itertuples(index=False, name=None)]
+    written = tmp_path / "release.csv"
+    result.frame[keep].to_csv(written, index=False)
+    checks = {
+        "expected_columns": QIS,
+        "forbidden_columns": [],
+        "allowed": {},
+        "ledger": ledger,
+        "dataset": "adult",
+        "release_id": "r1",
+        "used_draws": [(d.seq, d.attempt) for d in accountant.used_draws],
+        "epsilon": 1.0,
+        "delta": 1e-5,
+        "min_class_size": result.k,
+    }
+    unchecked = verify_dp_microdata_release(written, **checks)
+    assert unchecked.passed, unchecked.reasons  # k-anonymous, paid for, in its domains
+    decision = verify_dp_microdata_release(written, expected_count=len(result.frame), **checks)
+    assert not decision.passed
+    assert decision.reasons == [
+        f"the written release has {len(result.frame) - sizes.min()} rows, the release made "
+        f"has {len(result.frame)}"
+    ]
