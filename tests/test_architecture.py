@@ -218,12 +218,25 @@ _TASK_NAMES = frozenset({"task", "Task"})
 
 def _task_aliases(tree: ast.Module) -> set[str]:
     """Local names that mean Prefect's ``task`` or ``Task``: the plain names, plus any alias
-    (``from prefect import task as t``, ``from prefect.tasks import Task as T``)."""
+    (``from prefect import task as t``, ``from prefect.tasks import Task as T``, ``t = task``,
+    ``t = prefect.task``), an alias of an alias included."""
     names = set(_TASK_NAMES)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "prefect":
             names.update(a.asname for a in node.names if a.name in _TASK_NAMES and a.asname)
-    return names
+    assignments = [n for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AnnAssign)]
+    while True:  # until no assignment adds a name
+        before = len(names)
+        for node in assignments:
+            value = node.value
+            named = (isinstance(value, ast.Name) and value.id in names) or (
+                isinstance(value, ast.Attribute) and value.attr in _TASK_NAMES
+            )
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if named:
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+        if len(names) == before:
+            return names
 
 
 def _is_task(node: ast.expr, aliases: set[str]) -> bool:
@@ -287,9 +300,11 @@ def test_the_task_guard_sees_aliases_and_the_task_class(tmp_path: Path) -> None:
         "@t\ndef a(): ...\n\n"
         "def b(): ...\n\nb_task = T(fn=b)\n\n"
         "c_task = prefect.Task(fn=b)\n\n"
-        "def other(t): return t(1)\n",
+        "def other(t): return t(1)\n\n"
+        "my = prefect.task\nmine = my\n\n"
+        "@mine(name='d')\ndef d(): ...\n",
         encoding="utf-8",
     )
     # line 14: ``t(1)`` calls a parameter named like the alias; the guard is by name, so it
     # is flagged too (a false alarm is the safe side for a layering guard).
-    assert _task_definitions(source) == [5, 10, 12, 14]
+    assert _task_definitions(source) == [5, 10, 12, 14, 19]
