@@ -288,7 +288,16 @@ def _line_ids(
     columns: Mapping[str, TextCodes], rows: np.ndarray | None, n: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Each written row's distinct line (an id) and each line's codes per column (rows of an
-    ``(n_lines, n_columns)`` array), or ``None`` when lines are too many or too varied to key."""
+    ``(n_lines, n_columns)`` array), or ``None`` when lines are too many or too varied to key.
+
+    When ``rows`` picks from columns no longer than the lines allowed (a release given as its
+    distinct lines and each row's line, :mod:`privgate.core.scale._lines`), the columns' own
+    rows are the lines and ``rows`` the ids: nothing is keyed or hashed per row.
+    """
+    entries = len(next(iter(columns.values())))
+    if rows is not None and entries <= max(n // LINES_PER_ROW_SHARE, MAX_DISTINCT_LINES):
+        digits = np.column_stack([c.codes for c in columns.values()]).astype(np.int64)
+        return rows, digits
     radices = [len(c.values) + 1 for c in columns.values()]  # + 1: a missing cell
     if float(np.prod(radices, dtype=float)) >= 2.0**62:
         return None

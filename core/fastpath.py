@@ -9,9 +9,12 @@ hierarchies) and it never publishes: the output file appears only once the gate 
 it.
 
 It runs on the engine's columnar path (issue 18): the CSV is read as dictionary codes
-(:func:`privgate.core.columnar.read_coded_csv`), searched, generalized and written from codes
-by the Dask path's own steps (:func:`privgate.core.scale.anonymize_codes`), and the gate
-re-reads the written file as codes too, independently of the search's in-memory result.
+(:func:`privgate.core.columnar.read_coded_csv`), grouped once into its distinct tuples
+(:func:`privgate.core.scale.tuples_from_codes`: the search's frequency set, and each row's
+tuple), searched with the Dask path's own steps, and released as distinct lines and each row's
+line (:func:`privgate.core.scale.release_lines`: the same bytes as generalizing every row, with
+one integer gather per row instead of a gather per column). The gate re-reads the written file
+as codes, independently of the search's in-memory result.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import sync_to_disk
-from privgate.core.scale import anonymize_codes, frequency_set_from_codes, reference_from_codes
+from privgate.core.scale import reference_from_codes, release_lines, tuples_from_codes
 
 __all__ = ["anonymize_csv"]
 
@@ -93,13 +96,15 @@ def anonymize_csv(
 
     mark = time.perf_counter()
     setup.check_feasible(n_rows)
-    freq = frequency_set_from_codes(columns, setup)
+    coded = tuples_from_codes(columns, setup)  # the rows' distinct tuples: all the rest needs
     reference = reference_from_codes(columns, setup)
+    del columns  # the input's codes (one int32 per cell), before the search allocates
+    freq = coded.freq
     timings["encode"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    release = anonymize_codes(columns, setup, shuffle_seed, freq)
-    del columns  # the input's codes: the release holds what it needs
+    release = release_lines(coded, setup, shuffle_seed)
+    del coded
     facts = (release.algorithm, release.plan.levels, release.details)
     timings["search"] = time.perf_counter() - mark
 
@@ -109,8 +114,8 @@ def anonymize_csv(
     staging = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     expected_rows = n_rows - release.plan.suppressed
     try:  # a failed write or gate leaves no partial file (a release as large as the table)
-        write_coded_csv(staging, release.columns)
-        n_released = len(next(iter(release.columns.values())))
+        write_coded_csv(staging, release.lines, release.ids)
+        n_released = len(release.ids)
         del release  # the gate re-reads the written file, nothing of the search's result
         timings["write"] = time.perf_counter() - mark
 

@@ -37,6 +37,7 @@ from privgate.core.scale._histogram import (
     merge_histograms,
     partition_histogram,
 )
+from privgate.core.scale._lines import CodedTuples, LineRelease, release_lines, tuples_from_codes
 from privgate.core.scale._release import (
     RELEASE_PARTS,
     input_fingerprint,
@@ -89,7 +90,9 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "RELEASE_PARTS",
     "CodedRelease",
+    "CodedTuples",
     "GeneralizationPlan",
+    "LineRelease",
     "PartialHistogram",
     "ScaleRun",
     "anonymize_codes",
@@ -118,11 +121,13 @@ __all__ = [
     "reference_from_codes",
     "reference_stage",
     "release_loss",
+    "release_lines",
     "release_metrics",
     "scale_setup",
     "search_stage",
     "search_with_loss",
     "stage_folder",
+    "tuples_from_codes",
     "verify_parquet_release",
     "verify_stage",
     "write_stage",

@@ -25,7 +25,13 @@ from privgate.core.scale._apply import GeneralizationPlan, generalize_codes, pla
 from privgate.core.scale._dictionary import frequency_set_from_histogram
 from privgate.core.scale._histogram import histogram_from_codes
 
-__all__ = ["CodedRelease", "anonymize_codes", "frequency_set_from_codes", "reference_from_codes"]
+__all__ = [
+    "CodedRelease",
+    "anonymize_codes",
+    "frequency_set_from_codes",
+    "reference_from_codes",
+    "sorted_labels",
+]
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,7 @@ def _level0_codes(column: TextCodes, dictionary: np.ndarray) -> np.ndarray:
     return np.where(column.codes < 0, len(column.values), column.codes).astype(np.int32)
 
 
-def _sorted_labels(codes: np.ndarray, labels: np.ndarray) -> TextCodes:
+def sorted_labels(codes: np.ndarray, labels: np.ndarray) -> TextCodes:
     """Codes into sorted label texts; a ``None`` label (a missing cell kept at level 0) stays
     missing (code ``-1``, an empty cell), as the row engine writes it, not the text "None"."""
     cells = labels.tolist()
@@ -163,7 +169,7 @@ def anonymize_codes(
     for name in setup.released_columns:
         if name in by_name:
             j = by_name[name]
-            out[name] = _sorted_labels(generalized[j][rows], plan.labels[j])
+            out[name] = sorted_labels(generalized[j][rows], plan.labels[j])
             generalized[j] = None  # type: ignore[call-overload]
         elif name in columns:
             out[name] = columns[name].take(rows)

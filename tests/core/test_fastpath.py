@@ -162,14 +162,17 @@ def test_a_written_file_missing_a_whole_class_is_blocked_not_renamed(
     lost: list[int] = []
 
     def write_losing_the_smallest_class(path, columns, rows=None, delimiter=","):
-        qis = [columns[q].codes.astype(np.int64) for q in policy.quasi_identifiers]
+        # the rows written are columns[c].codes[rows] (the release's distinct lines and each
+        # row's line), or every row of the columns without ``rows``
+        rows = np.arange(len(next(iter(columns.values())))) if rows is None else rows
+        qis = [columns[q].codes[rows].astype(np.int64) for q in policy.quasi_identifiers]
         key = np.zeros(len(qis[0]), dtype=np.int64)
         for codes in qis:
             key = key * (int(codes.max()) + 2) + codes + 1
         _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
         kept = np.flatnonzero(inverse.reshape(-1) != int(np.argmin(counts)))
         lost.append(int(counts.min()))
-        real_write(path, columns, kept, delimiter)
+        real_write(path, columns, rows[kept], delimiter)
 
     out = tmp_path / "release.csv"
     unchecked, summary = fastpath.anonymize_csv(policy, out, shuffle_seed=1)
