@@ -32,10 +32,12 @@ import numpy as np
 from privgate.core.encoding import factorize
 from privgate.core.textcsv import read_text_columns, write_text_columns
 
-__all__ = ["TextCodes", "read_coded_csv", "write_coded_csv"]
+__all__ = ["TextCodes", "read_coded_csv", "release_freed_memory", "write_coded_csv"]
 
 #: Bytes pyarrow parses per block (a block is held as text while it is coded; one per core).
-BLOCK_BYTES = 16 << 20
+#: 4 MiB: the read of 1M Adult rows peaked 0.07 GiB lower than with 16 MiB blocks, and its
+#: parse took no more CPU time (benchmarks/BENCHMARKS.md, issue 18).
+BLOCK_BYTES = 4 << 20
 #: Rows written per pyarrow batch (memory held as text at once when writing).
 WRITE_ROWS = 1 << 20
 #: A file is written from its distinct lines when it has at most this many of them, or at
@@ -85,6 +87,27 @@ class TextCodes:
     def take(self, rows: np.ndarray) -> TextCodes:
         """The same column restricted to (and ordered as) ``rows``."""
         return TextCodes(self.codes[rows], self.values)
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed so far back to the operating system: pyarrow's pool, then the C heap.
+
+    Why: glibc keeps freed arrays of up to 32 MiB (its mmap threshold grows to the largest
+    array freed) in the process's heap, so a command that frees its input's codes and the
+    search's arrays still holds their pages when it reads the next large file: at 1M rows,
+    about 0.08 GiB of the gate's peak was such freed memory. ``malloc_trim`` returns it (a few
+    milliseconds); where the C library has none (not glibc), nothing is done.
+    """
+    import ctypes
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return
+    trim(0)
 
 
 def _sorted_rank(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:

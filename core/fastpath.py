@@ -24,7 +24,12 @@ import time
 from pathlib import Path
 
 from privgate.core.anonymize import full_domain_setup
-from privgate.core.columnar import TextCodes, read_coded_csv, write_coded_csv
+from privgate.core.columnar import (
+    TextCodes,
+    read_coded_csv,
+    release_freed_memory,
+    write_coded_csv,
+)
 from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
 from privgate.core.policy import ReleasePolicy
@@ -99,12 +104,14 @@ def anonymize_csv(
     coded = tuples_from_codes(columns, setup)  # the rows' distinct tuples: all the rest needs
     reference = reference_from_codes(columns, setup)
     del columns  # the input's codes (one int32 per cell), before the search allocates
+    release_freed_memory()
     freq = coded.freq
     timings["encode"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
     release = release_lines(coded, setup, shuffle_seed)
     del coded
+    release_freed_memory()  # the tuples and the search's arrays, before the release's text
     facts = (release.algorithm, release.plan.levels, release.details)
     timings["search"] = time.perf_counter() - mark
 
@@ -117,6 +124,7 @@ def anonymize_csv(
         write_coded_csv(staging, release.lines, release.ids)
         n_released = len(release.ids)
         del release  # the gate re-reads the written file, nothing of the search's result
+        release_freed_memory()  # before the gate reads the file as large as the input
         timings["write"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
