@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from privgate.core.anonymize import full_domain_setup
@@ -128,18 +129,22 @@ def anonymize_csv(
         timings["write"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
-        decision = verify_release(
-            staging,
-            list(setup.quasi_identifiers),
-            list(setup.models),
-            reference=reference,
-            expected_rows=expected_rows,  # the plan's rows: a writer losing rows is blocked
-            **setup.gate_limits(n_rows),
-        )
+        # The written bytes go to disk (fsync waits on the device, not the CPU) while the gate
+        # reads them back; both are done before the name says "release".
+        with ThreadPoolExecutor(1) as pool:
+            synced = pool.submit(sync_to_disk, staging)
+            decision = verify_release(
+                staging,
+                list(setup.quasi_identifiers),
+                list(setup.models),
+                reference=reference,
+                expected_rows=expected_rows,  # the plan's rows: a writer losing rows is blocked
+                **setup.gate_limits(n_rows),
+            )
+            synced.result()
         timings["verify"] = time.perf_counter() - mark
         if not decision.passed:
             raise GateBlockedError(f"gate blocked {output}: {decision.summary}", decision)
-        sync_to_disk(staging)  # verified bytes on disk before the name says "release"
     except BaseException:
         staging.unlink(missing_ok=True)
         raise

@@ -11,13 +11,15 @@ everything after the search is done per distinct tuple: generalized and kept by 
 :func:`generalize_codes`, turned into lines, and the rows reach their lines through one
 integer gather. The input's columns can be dropped as soon as the tuples are known.
 
-The kept rows are permuted exactly as :func:`anonymize_codes` permutes them (the same draw
-on the same kept rows), so a seeded run writes the same bytes either way.
+The published order is drawn while the search runs, on the other core: a uniformly random
+order of all rows (by default from the operating system's entropy), of which the kept rows are
+taken in turn. A seeded run writes the rows :func:`anonymize_codes` releases, in another order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,8 +127,9 @@ def release_lines(
 ) -> LineRelease:
     """Search ``coded.freq``, plan, and make the release as distinct lines and row line ids.
 
-    The kept rows are permuted by ``np.random.default_rng(shuffle_seed).permutation`` as
-    :func:`anonymize_codes` permutes them (by default from the operating system's entropy).
+    The rows are published in the order of ``np.random.default_rng(shuffle_seed)``'s
+    permutation of all input rows, suppressed rows left out (by default drawn from the
+    operating system's entropy, so nothing published lets anyone recompute the input's order).
 
     Raises
     ------
@@ -136,7 +139,10 @@ def release_lines(
     freq = coded.freq
     algorithm = make_algorithm(setup)
     assert isinstance(algorithm, FullDomainAlgorithm)  # full_domain_setup checked it
-    found = algorithm.search(freq)
+    with ThreadPoolExecutor(1) as pool:  # the rows' order, on the other core
+        shuffled = pool.submit(_permuted_tuples, coded.row_to_tuple, shuffle_seed)
+        found = algorithm.search(freq)
+        order = shuffled.result()
     plan = plan_generalization(freq, found.levels, list(setup.models), setup.released_columns)
     position = {name: j for j, name in enumerate(coded.names)}
     level0 = []
@@ -160,13 +166,21 @@ def release_lines(
     lines, line_of_kept = _distinct_lines(cells)
     tuple_line = np.full(len(coded.tuples), -1, dtype=np.int32)
     tuple_line[kept] = line_of_kept
-    row_line = tuple_line[coded.row_to_tuple]
-    kept_rows = np.flatnonzero(row_line >= 0)
-    rows = kept_rows[np.random.default_rng(shuffle_seed).permutation(len(kept_rows))]
-    del kept_rows
-    ids = row_line[rows]
+    row_line = tuple_line[order]  # every row's line, rows permuted; -1: suppressed
+    del order
+    ids = row_line[row_line >= 0]
     details = {**found.details, "distinct_tuples": int(len(freq.counts))}
     return LineRelease(lines, ids, plan, algorithm.name, details)
+
+
+def _permuted_tuples(row_to_tuple: np.ndarray, shuffle_seed: int | None) -> np.ndarray:
+    """Each row's tuple, the rows in a uniformly random order.
+
+    Why all rows, not the kept ones: the order can then be drawn while the search runs (it
+    does not depend on the plan), and the kept rows, taken in this order, are in a uniformly
+    random order of their own whatever the plan keeps.
+    """
+    return row_to_tuple[np.random.default_rng(shuffle_seed).permutation(len(row_to_tuple))]
 
 
 def _distinct_lines(cells: dict[str, TextCodes]) -> tuple[dict[str, TextCodes], np.ndarray]:

@@ -106,12 +106,16 @@ def test_coded_reader_joins_many_blocks_into_the_reference_readers_cells(
     assert refused[0] == "refused"
 
 
-@pytest.mark.parametrize("by", ["lines", "cells"])
+@pytest.mark.parametrize("by", ["lines", "cells", "lines in batches"])
 def test_coded_writer_writes_the_reference_writers_bytes(shared_data, tmp_path, monkeypatch, by):
     """Both ways of writing without quotes: copies of the distinct lines (a release's case)
-    and cell by cell (a table of too many distinct lines; forced here)."""
+    and cell by cell (a table of too many distinct lines; forced here); the lines also in
+    many batches, each gathered while the one before is written."""
     import privgate.core.columnar as columnar
 
+    if by == "lines in batches":
+        monkeypatch.setattr(columnar, "WRITE_ROWS", 997)
+        by = "lines"
     written = []
     by_lines = columnar._write_lines
     if by == "cells":
