@@ -239,6 +239,7 @@ def _cli_report(stdout: str, started: float, ended: float) -> dict:
     facts = {
         "levels": ast.literal_eval(match.group(1)),
         "suppressed": int(match.group(2)),
+        "input_rows": int(match.group(3)),
         "passed": any(x.startswith("gate: PASSED") for x in lines),
         "distinct": None,
     }
