@@ -79,3 +79,40 @@ def test_line_release_writes_the_bytes_of_the_row_by_row_release(
     fresh = release_lines(coded, setup)
     assert not np.array_equal(fresh.ids, lines_release.ids)
     assert np.array_equal(np.sort(fresh.ids), np.sort(lines_release.ids))
+
+
+def test_the_published_order_keeps_nothing_of_the_input_order(scaled_adult):
+    """Each released row is traced back to its input row (a unique, released row number):
+    the rows released are exactly the plan's kept rows, and their published order is a
+    uniformly random one. A rotation of the input order (a random start, then the input's
+    sequence), a shuffle within blocks, an order by line or a reversed order each keep the
+    input's sequence visible to a reader of the file; each fails here."""
+    policy = load_policy(ADULT_POLICY).with_overrides(
+        **{"input.path": str(scaled_adult), "privacy.k": 5, "columns.row": {"role": "insensitive"}}
+    )
+    setup = full_domain_setup(policy, "test")
+    spec = policy.input
+    columns = read_coded_csv(
+        spec.path, spec.delimiter, spec.encoding, spec.header, spec.missing_values
+    )
+    n = len(columns["age"])
+    numbers = np.array([f"{i:06d}" for i in range(n)], dtype=object)  # sorted: code == row
+    columns["row"] = TextCodes(np.arange(n, dtype=np.int32), numbers)
+    assert "row" in setup.released_columns
+
+    release = release_lines(tuples_from_codes(columns, setup), setup, shuffle_seed=7)
+    source = release.lines["row"].codes[release.ids]  # each published row's input row
+    kept = anonymize_codes(columns, setup, shuffle=False).rows  # the plan's rows, in order
+    assert 0 < len(kept) < n  # some rows suppressed, so their positions could leak
+    np.testing.assert_array_equal(np.sort(source), kept)  # exactly the plan's rows
+
+    rank = np.searchsorted(kept, source)  # a permutation of 0..m-1 if the order is uniform
+    m = len(rank)
+    # in input sequence next to each other: about 1 pair for a uniform order (Poisson(1))
+    assert int(np.count_nonzero(np.diff(rank) == 1)) < 12
+    assert int(np.count_nonzero(np.diff(rank) == -1)) < 12
+    position = np.arange(m, dtype=float)
+    rho = np.corrcoef(position, rank.astype(float))[0, 1]
+    assert abs(rho) < 5 / np.sqrt(m)  # about 0.02 at 60k rows: no trend of the input order
+    first_half = rank[: m // 2]
+    assert abs(float(np.mean(first_half < m // 2)) - 0.5) < 5 * 0.5 / np.sqrt(m // 2)
