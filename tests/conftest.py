@@ -357,6 +357,24 @@ def unread_by_tests() -> dict:
     }
 
 
+def no_heartbeats() -> dict:
+    """No flow-run heartbeats from the flows this process runs against the test server.
+
+    Each flow run has a thread that sends a heartbeat event at its start and then sleeps in 1 s
+    steps until the next one (Prefect's default period: 180 s); when the run ends, Prefect
+    joins that thread, so every in-process flow run (and subflow) waited out the rest of the
+    current second: 0.46 s per Adult release flow run, a core idle (2.31 s over 5 runs, at a
+    load of 8). Nothing reads heartbeats on the test server: its event persister and
+    automation triggers are off (:func:`unread_by_tests`). Heartbeats and the crash automation
+    are tested where they act, on the real server of ``test_server_e2e.py`` with served runs in
+    their own processes, which this setting does not reach (nor the fault files' forked runs,
+    which read the environment, not this process's settings).
+    """
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY
+
+    return {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+
+
 @pytest.fixture(scope="session")
 def prefect_harness():
     """The session's one Prefect test server (a temporary API and database).
@@ -371,7 +389,8 @@ def prefect_harness():
     about 4.5 s of the server's 10 s of CPU to start, in each worker.
 
     The server and this process skip work no test run against it reads back
-    (:func:`unread_by_tests`); the task runs, flow runs, artifacts, blocks and automations the
+    (:func:`unread_by_tests`, and this process's flow runs send no heartbeats:
+    :func:`no_heartbeats`); the task runs, flow runs, artifacts, blocks and automations the
     tests read are recorded as before.
     """
     import prefect.testing.utilities as harness
@@ -394,6 +413,8 @@ def prefect_harness():
         ((folder, seeded),) = made
         if not seeded:  # the first start: keep its database for the next ones
             prefect_db.keep(folder / "prefect-test.db")
+        # After the start: a client setting, not passed to the server process.
+        stack.enter_context(temporary_settings(no_heartbeats()))
         yield
 
 
