@@ -222,13 +222,29 @@ def test_the_verified_file_is_on_disk_before_its_name_says_release(
     """The rename is atomic, but a power loss right after it could leave the release's name on
     blocks never written: the verified staging file is flushed before the rename, and the
     folder's entry after it (a crash cannot be staged in a test; the order of the calls is
-    what the guarantee rests on)."""
+    what the guarantee rests on). The staging file's flush runs beside the gate: it is made to
+    end only after the gate's verdict, so a rename that did not wait for it comes first."""
+    import threading
+    import time
+
     from privgate.core import fastpath
 
     events: list[str] = []
     real_replace = fastpath.os.replace
+    real_verify = fastpath.verify_release
+    judged = threading.Event()
+
+    def recording_verify(*args, **kwargs):
+        try:
+            return real_verify(*args, **kwargs)
+        finally:
+            judged.set()
 
     def recording_sync(path):
+        beside = threading.current_thread() is not threading.main_thread()
+        if beside and Path(path).name.endswith(".tmp"):  # still flushing after the verdict
+            assert judged.wait(60)
+            time.sleep(0.2)
         events.append(f"sync {Path(path).name}")
 
     def recording_replace(source, target):
@@ -237,6 +253,7 @@ def test_the_verified_file_is_on_disk_before_its_name_says_release(
 
     monkeypatch.setattr(fastpath, "sync_to_disk", recording_sync)
     monkeypatch.setattr(fastpath.os, "replace", recording_replace)
+    monkeypatch.setattr(fastpath, "verify_release", recording_verify)
     policy = _policy_k5(shared_data).with_overrides(**{"privacy.k": 50})
     fastpath.anonymize_csv(policy, tmp_path / "out" / "release.csv", shuffle_seed=1)
     staging = f".release.csv.{os.getpid()}.tmp"
