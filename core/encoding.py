@@ -23,7 +23,6 @@ __all__ = [
     "FrequencySet",
     "encode_column",
     "encode_table",
-    "factorize_keys",
     "group_codes",
 ]
 
@@ -145,43 +144,6 @@ def _factorize_arrow_text(values: object) -> tuple[np.ndarray, np.ndarray]:
     return rank[indices.to_numpy()], uniques[order]
 
 
-#: Rows from which :func:`factorize_keys` hashes the two halves of the keys on two threads.
-PARALLEL_KEYS = 1 << 22
-
-
-def factorize_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pandas.factorize(key)`` of int64 keys: each key's id in order of first appearance,
-    and the distinct keys in that order; from :data:`PARALLEL_KEYS` rows, on two threads.
-
-    Why: the hash pass is the single-threaded core of every grouping of millions of rows (the
-    frequency set's and the gate's: about 0.6 CPU s each on 10M rows). pandas hashes integers
-    without the GIL, so each half of the rows is factorized on its own thread; the halves'
-    distinct keys (a few hundred thousand) are then factorized once more, in order, which
-    gives every id exactly as one pass over all the rows gives it.
-    """
-    import pandas as pd  # imported by every entry point already; not at module import
-
-    if len(key) < PARALLEL_KEYS:
-        seen, uniques = pd.factorize(key, use_na_sentinel=False)
-        return seen, np.asarray(uniques, dtype=np.int64)
-    from concurrent.futures import ThreadPoolExecutor
-
-    middle = len(key) // 2
-    with ThreadPoolExecutor(2) as pool:
-        halves = list(
-            pool.map(
-                lambda part: pd.factorize(part, use_na_sentinel=False), (key[:middle], key[middle:])
-            )
-        )
-    (seen_a, uniques_a), (seen_b, uniques_b) = halves
-    # the first half's keys come first, each new key of the second half after them, in order
-    merged, uniques = pd.factorize(np.concatenate([uniques_a, uniques_b]), use_na_sentinel=False)
-    seen = np.empty(len(key), dtype=merged.dtype)
-    np.take(merged[: len(uniques_a)], seen_a, out=seen[:middle])
-    np.take(merged[len(uniques_a) :], seen_b, out=seen[middle:])
-    return seen, np.asarray(uniques, dtype=np.int64)
-
-
 def _factorize_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each key's group in order of first appearance, the distinct keys in that order, and
     the rank of each of them among the sorted distinct keys.
@@ -189,7 +151,10 @@ def _factorize_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     Hash-based (``pandas.factorize``, linear in the rows), only the few distinct keys sorted:
     on 1M rows with 263k distinct keys about a third of ``np.unique(return_inverse=True)``.
     """
-    first_seen, uniques = factorize_keys(key)
+    import pandas as pd  # imported by every entry point already; not at module import
+
+    first_seen, uniques = pd.factorize(key, use_na_sentinel=False)
+    uniques = np.asarray(uniques, dtype=np.int64)
     order = np.argsort(uniques)
     rank = np.empty(len(uniques), dtype=np.int64)
     rank[order] = np.arange(len(uniques), dtype=np.int64)

@@ -18,7 +18,7 @@ import numpy as np
 
 from privgate.core.attacks import AttackEvidence, check_attack_limits
 from privgate.core.columnar import TextCodes, read_coded_csv
-from privgate.core.encoding import ClassStats, factorize, factorize_keys, is_missing
+from privgate.core.encoding import ClassStats, factorize, is_missing
 from privgate.core.exceptions import VerificationError
 from privgate.core.privacy import (
     Population,
@@ -348,7 +348,9 @@ def group_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(key) < HASH_ROWS:
         _, first, class_ids = np.unique(key, return_index=True, return_inverse=True)
         return class_ids.reshape(-1), first
-    seen, uniques = factorize_keys(key)  # ids in order of first appearance
+    import pandas as pd
+
+    seen, uniques = pd.factorize(key, sort=False)  # ids in order of first appearance
     order = np.argsort(uniques, kind="stable")
     rank = np.empty(len(uniques), dtype=np.int64)
     rank[order] = np.arange(len(uniques), dtype=np.int64)

@@ -141,25 +141,3 @@ def test_factorize_of_arrow_text_is_pandas_sorted_factorize(cells):
     np.testing.assert_array_equal(codes, expected_codes)
     assert list(uniques) == list(expected_uniques)
     assert codes.dtype == np.int32
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(st.integers(-5, 40), min_size=1, max_size=300),
-    st.integers(1, 64),
-)
-def test_factorize_keys_on_two_threads_is_one_pandas_factorize(values, threshold):
-    """The frequency set's and the gate's hash pass, split over two threads from a number of
-    rows (lowered here): the same ids in the same order of first appearance as one pass."""
-    import privgate.core.encoding as encoding
-
-    key = np.asarray(values, dtype=np.int64) * 1_000_003
-    expected_ids, expected_uniques = pd.factorize(key, use_na_sentinel=False)
-    original = encoding.PARALLEL_KEYS
-    try:
-        encoding.PARALLEL_KEYS = threshold
-        ids, uniques = encoding.factorize_keys(key)
-    finally:
-        encoding.PARALLEL_KEYS = original
-    np.testing.assert_array_equal(ids, expected_ids)
-    np.testing.assert_array_equal(uniques, expected_uniques)
