@@ -20,8 +20,8 @@ from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 
+from privgate.core.dp import _opendp as dp
 from privgate.core.dp._accountant import (
     Charger,
     PrivacyParameterError,
