@@ -106,12 +106,12 @@ def anonymize_csv(
     reference = reference_from_codes(columns, setup)
     del columns  # the input's codes (one int32 per cell), before the search allocates
     release_freed_memory()
-    freq = coded.freq
+    distinct_tuples = int(len(coded.freq.counts))
     timings["encode"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
     release = release_lines(coded, setup, shuffle_seed)
-    del coded
+    del coded  # with it the frequency set and the search's caches (bounds, class tables)
     release_freed_memory()  # the tuples and the search's arrays, before the release's text
     facts = (release.algorithm, release.plan.levels, release.details)
     timings["search"] = time.perf_counter() - mark
@@ -155,7 +155,7 @@ def anonymize_csv(
         "algorithm": algorithm,
         "levels": levels,
         "input_rows": n_rows,
-        "distinct_tuples": int(len(freq.counts)),
+        "distinct_tuples": distinct_tuples,
         "suppressed": n_rows - n_released,
         **{f"search_{key}": value for key, value in details.items()},
         "seconds": {key: round(value, 4) for key, value in timings.items()},
