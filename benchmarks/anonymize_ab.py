@@ -62,9 +62,13 @@ def _row(label: str, run: int, r: dict, load: tuple[float, float]) -> str:
     )
 
 
+def _span(bounds: tuple[float, float]) -> str:
+    return f"{bounds[0]:g}" if bounds[0] == bounds[1] else f"{bounds[0]:g}-{bounds[1]:g}"
+
+
 def _verdict(value: float, bounds: tuple[float, float], unit: str) -> str:
     low, high = bounds
-    target = f"<= {low:g} {unit}" if low == high else f"<= {low:g}-{high:g} {unit}"
+    target = f"<= {_span(bounds)} {unit}"
     if value <= low:
         return f"{value:.2f} {unit}: holds ({target})"
     if value <= high:
@@ -104,8 +108,8 @@ def _table(results: list, data: Path) -> list[str]:
         wall = statistics.median(r["wall_seconds"] for r in ours)
         peak = max(r["peak_gib"] for r in ours)
         lines.append(
-            f"- Issue 18's targets at {rows:,} rows (ARX {seconds[0]:g}-{seconds[1]:g} s, "
-            f"{gib[0]:g}-{gib[1]:g} GiB): time "
+            f"- Issue 18's targets at {rows:,} rows (ARX {_span(seconds)} s, {_span(gib)} "
+            "GiB): time "
             + _verdict(wall, (seconds[0] / 5, seconds[1] / 5), "s")
             + "; memory "
             + _verdict(peak, (round(gib[0] / 3, 2), round(gib[1] / 3, 2)), "GiB")
