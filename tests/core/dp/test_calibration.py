@@ -98,19 +98,28 @@ def searched(adult, tmp_path_factory):
 @pytest.fixture(scope="module")
 def kept_releases(searched, adult, tmp_path_factory):
     """Two releases of *other* records of the same policy by a process that has only the kept
-    file (nothing kept in memory): (folder, searches run, [(result, draw text), ...])."""
+    file (nothing kept in memory): (folder, searches run, [(result, draw text), ...], every
+    call of :func:`~privgate.core.dp.synthetic._from_kept` as (arguments, what it returned))."""
     name, text, _, _ = searched
     folder = tmp_path_factory.mktemp("kept")
     (folder / name).write_text(text)
+    checked: list[tuple] = []
+    from_kept = synthetic._from_kept
+
+    def recorded(*args):
+        checked.append((args, from_kept(*args)))
+        return checked[-1][1]
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(_calibration.ENVIRONMENT, str(folder))
+        patch.setattr(synthetic, "_from_kept", recorded)
         searches = _Searches(patch)
         synthetic._kept_search.cache_clear()
         ledger = _ledger(folder)
         other = adult.iloc[1500:4000]
         releases = [_release(other, ledger, "r2"), _release(other, ledger, "r3")]
         synthetic._kept_search.cache_clear()
-    return folder, searches.count, releases
+    return folder, searches.count, releases, checked
 
 
 def test_the_kept_file_is_the_public_setting_and_the_search_result_only(
@@ -124,7 +133,7 @@ def test_the_kept_file_is_the_public_setting_and_the_search_result_only(
     assert data["setting"] == _calibration.setting_document(COLUMNS, KEYS, CONFIG)
     assert data["rho"] == first.rho
     assert data["mst_measure_split"] == first.settings["mst_measure_split"]
-    folder, searches, releases = kept_releases
+    folder, searches, releases, _ = kept_releases
     assert searches == 0
     assert [p.name for p in folder.glob("*.json")] == [name]
     assert (folder / name).read_text() == text
@@ -137,7 +146,7 @@ def test_releases_from_a_kept_search_draw_fresh_noise_within_the_budget(
 ) -> None:
     """Two releases of the same records from the one measurement rebuilt from the file."""
     _, _, first, _ = searched
-    _, searches, [(one, text_one), (two, text_two)] = kept_releases
+    _, searches, [(one, text_one), (two, text_two)], _ = kept_releases
     assert searches == 0
     assert text_one != text_two  # fresh OpenDP noise on the same records
     assert one.spend == two.spend == first.spend
@@ -158,10 +167,12 @@ def test_a_corrupted_file_is_ignored_searched_again_and_replaced(searched) -> No
     )
 
 
-def test_an_altered_result_never_lowers_the_noise(searched, monkeypatch) -> None:
+def test_an_altered_result_never_lowers_the_noise(searched, kept_releases, monkeypatch) -> None:
     """A ρ or split no search could have returned is refused before anything is built, and a
     ρ that passed those checks but not OpenDP's privacy map (simulated: the search's ceiling
-    raised) is refused by the map; the kept result itself rebuilds the release's measurement."""
+    raised) is refused by the map; the kept result itself rebuilds the release's measurement
+    (the one check the module's kept releases made: their first release, with nothing in
+    memory, rebuilt it from the file; the second used it from memory)."""
     _, text, first, _ = searched
     data = json.loads(text)
     rho, split = data["rho"], data["mst_measure_split"]
@@ -169,9 +180,10 @@ def test_an_altered_result_never_lowers_the_noise(searched, monkeypatch) -> None
     assert synthetic._from_kept(COLUMNS, keys, CONFIG, rho * 1.001, split) is None  # more ρ
     assert synthetic._from_kept(COLUMNS, keys, CONFIG, rho * 0.5, split) is None  # less ρ
     assert synthetic._from_kept(COLUMNS, keys, CONFIG, rho, 0.95) is None  # split > 0.9
-    measurement, kept_rho, epsilon, delta, chosen = synthetic._from_kept(
-        COLUMNS, keys, CONFIG, rho, split
-    )
+    *_, checked = kept_releases
+    ((arguments, kept),) = checked
+    assert arguments == (COLUMNS, keys, CONFIG, rho, split)
+    measurement, kept_rho, epsilon, delta, chosen = kept
     assert (kept_rho, epsilon, delta) == (first.rho, first.spend.epsilon, first.spend.delta)
     assert chosen.mst_measure_split == split
     assert epsilon <= CONFIG.epsilon and delta <= CONFIG.delta
