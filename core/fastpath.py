@@ -12,9 +12,10 @@ It runs on the engine's columnar path (issue 18): the CSV is read as dictionary 
 (:func:`privgate.core.columnar.read_coded_csv`), grouped once into its distinct tuples
 (:func:`privgate.core.scale.tuples_from_codes`: the search's frequency set, and each row's
 tuple), searched with the Dask path's own steps, and released as distinct lines and each row's
-line (:func:`privgate.core.scale.release_lines`: the same bytes as generalizing every row, with
-one integer gather per row instead of a gather per column). The gate re-reads the written file
-as codes, independently of the search's in-memory result.
+line (:func:`privgate.core.scale.release_lines`: the rows generalizing every row gives, byte for
+byte, with one integer gather per row instead of a gather per column, in an order of their own
+drawn uniformly at random). The gate re-reads the written file as codes, independently of the
+search's in-memory result.
 """
 
 from __future__ import annotations
