@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from task_runs import final_task_states
 
 from privgate.core.dp.ledger import RESERVATION, BudgetLedger, configured_ledger_url
 from privgate.core.exceptions import BudgetExceededError, UtilityBlockedError
@@ -291,8 +292,6 @@ def test_a_blocked_dp_gate_fails_its_own_task_with_the_reason(
     block it, and the UI must show that on the gate's own task (Failed, reason as message),
     as it does for the k-anonymous gate; the blocked report is still written."""
     shared_data("arx/adult.csv")
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     from privgate.core.dp import pipeline
     from privgate.core.exceptions import GateBlockedError
@@ -320,13 +319,7 @@ def test_a_blocked_dp_gate_fails_its_own_task_with_the_reason(
     refusal = state.result(raise_on_failure=False)
     assert isinstance(refusal, GateBlockedError) and refusal.decision.passed is False
     assert state.message.startswith("gate blocked DP release "), state.message
-    with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(
-            flow_run_filter=FlowRunFilter(
-                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
-            )
-        )
-    tasks = {r.name.rsplit("-", 1)[0]: r.state for r in runs}
+    tasks = final_task_states(state.state_details.flow_run_id, "verify-and-gate-dp", "report-dp")
     gate = tasks["verify-and-gate-dp"]
     assert gate.is_failed(), tasks
     assert gate.message and "gate blocked DP release" in gate.message

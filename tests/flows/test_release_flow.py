@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from adult_reference import ADULT_POLICY, ADULT_QI
 from pycanon import anonymity
+from task_runs import final_task_states
 
 from privgate.core.exceptions import AnonymizationError, GateBlockedError, PolicyError, PublishError
 
@@ -99,7 +100,7 @@ def test_gate_blocks_a_release_that_is_not_k_anonymous(
     assert "5-anonymity not met" in state.message
     report = Path(state.message.rsplit("; report: ", 1)[1])
     assert report.is_file() and report.parent.parent.name == "blocked"
-    tasks = _task_states(state.state_details.flow_run_id, full=True)
+    tasks = _task_states(state.state_details.flow_run_id, "verify-and-gate", "report", full=True)
     assert tasks["verify-and-gate"].is_failed(), tasks
     assert "5-anonymity not met" in tasks["verify-and-gate"].message
     assert tasks["report"].is_completed()
@@ -187,16 +188,11 @@ def test_l_diversity_policy_is_enforced_and_verified(prefect_harness, shared_dat
     assert outcome["gate"]["measurements"]["achieved"]["distinct-2-diversity(salary-class)"] >= 2
 
 
-def _task_states(flow_run_id, full: bool = False) -> dict:
-    """Task name -> state name (``full``: the state) of one flow run, read through the API."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-        )
-    return {run.name.rsplit("-", 1)[0]: run.state if full else run.state.name for run in runs}
+def _task_states(flow_run_id, *expected: str, full: bool = False) -> dict:
+    """Task name -> state name (``full``: the state) of one flow run, read through the API
+    once the ``expected`` tasks are recorded."""
+    states = final_task_states(flow_run_id, *expected)
+    return states if full else {name: state.name for name, state in states.items()}
 
 
 def test_rerun_after_a_failure_reuses_the_stages_that_succeeded(
@@ -222,14 +218,21 @@ def test_rerun_after_a_failure_reuses_the_stages_that_succeeded(
     )
     failed = release_flow(params, return_state=True)
     assert failed.is_failed() and "I/O error" in failed.message
-    first = _task_states(failed.state_details.flow_run_id)
+    first = _task_states(failed.state_details.flow_run_id, "anonymize", "publish")
     assert first["anonymize"] == "Completed" and first["publish"] == "Failed"
     assert _published(tmp_path) == []
 
     monkeypatch.setattr(core_publish.os, "rename", real_rename)
     rerun = release_flow(params, return_state=True)
     assert rerun.is_completed() and "gate PASSED" in rerun.message
-    second = _task_states(rerun.state_details.flow_run_id)
+    second = _task_states(
+        rerun.state_details.flow_run_id,
+        "ingest",
+        "validate",
+        "anonymize",
+        "verify-and-gate",
+        "publish",
+    )
     assert {second[t] for t in ("ingest", "validate", "anonymize")} == {"Cached"}
     assert second["verify-and-gate"] == "Completed" and second["publish"] == "Completed"
     assert len(_published(tmp_path)) == 1

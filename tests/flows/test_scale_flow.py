@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from task_runs import final_task_states
 
 from privgate.core.policy import load_policy
 from privgate.flows.scale import run_scale_release
@@ -102,8 +103,6 @@ def test_a_blocked_scale_release_fails_its_gate_task_the_run_and_the_cli(
     flow run is Failed, nothing is published nor left in staging, and the CLI exits 3. The
     cluster runs in this process (threads), so the stricter gate reaches its tasks."""
     distributed = pytest.importorskip("distributed")
-    from prefect import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     from privgate.core.exceptions import GateBlockedError
     from privgate.core.privacy import KAnonymity
@@ -124,13 +123,7 @@ def test_a_blocked_scale_release_fails_its_gate_task_the_run_and_the_cli(
         assert state.is_failed()
         with pytest.raises(GateBlockedError):
             state.result()
-        with get_client(sync_client=True) as client:
-            runs = client.read_task_runs(
-                flow_run_filter=FlowRunFilter(
-                    id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
-                )
-            )
-        by_name = {r.name.rsplit("-", 1)[0]: r.state for r in runs}
+        by_name = final_task_states(state.state_details.flow_run_id, "verify-and-gate", "search")
         assert by_name["verify-and-gate"].is_failed()
         assert by_name["search"].is_completed()
         code = scale.main(
