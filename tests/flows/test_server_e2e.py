@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-import httpx
 import pytest
 from e2e_server import (
     ARTIFACTS,
     CRASH_AFTER,
     REPO,
     create_run,
+    http,
     new_page,
     retry_from_the_cli,
     retry_from_the_ui,
@@ -327,7 +327,7 @@ def test_custom_run_from_the_ui_form_completes(server, served, browser):
 
         def submitted():
             body = {"deployments": {"id": {"any_": [served.deployment["id"]]}}}
-            runs = httpx.post(f"{api}/flow_runs/filter", json=body, timeout=30).json()
+            runs = http().post(f"{api}/flow_runs/filter", json=body, timeout=30).json()
             return next((r for r in runs if r["parameters"]["parameters"].get("k") == 8), None)
 
         # Submit, as a user does: when the busy server refuses the create (its SQLite database
