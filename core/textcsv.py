@@ -84,13 +84,32 @@ def read_text_columns(
 def write_text_columns(
     path: str | Path, columns: Mapping[str, np.ndarray], delimiter: str = ","
 ) -> None:
-    """Write ``{column: array}`` as CSV with a header (``None`` becomes an empty cell)."""
+    """Write ``{column: array}`` as CSV with a header (``None`` becomes an empty cell).
+
+    A row holding a carriage return is written with every field quoted. Why: the ``csv``
+    module quotes only the delimiter, the quote character and the line terminator's own
+    characters (``"\\n"`` here), so a lone ``"\\r"`` inside a cell was written bare and every
+    reader split the row there: a release holding one could not be read back and the gate
+    blocked it with a misleading "2 field(s), expected 3".
+    """
     names = list(columns)
     n = len(columns[names[0]]) if names else 0
     with open(path, "w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh, delimiter=delimiter, lineterminator="\n")
-        writer.writerow(names)
+        quoting_all = csv.writer(
+            fh, delimiter=delimiter, lineterminator="\n", quoting=csv.QUOTE_ALL
+        )
+        (quoting_all if _holds_cr(names) else writer).writerow(names)
         data = [columns[name].tolist() for name in names]
-        writer.writerows(
-            ["" if v is None else v for v in row] for row in zip(*data, strict=True)
-        ) if n else None
+        rows = (["" if v is None else v for v in row] for row in zip(*data, strict=True))
+        if not n:
+            return
+        if not any(_holds_cr(column) for column in data):
+            writer.writerows(rows)
+            return
+        for cells in rows:
+            (quoting_all if _holds_cr(cells) else writer).writerow(cells)
+
+
+def _holds_cr(cells: list) -> bool:
+    return any(isinstance(c, str) and "\r" in c for c in cells)

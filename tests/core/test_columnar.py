@@ -169,6 +169,49 @@ def test_coded_writer_quotes_like_the_reference_when_a_value_needs_it(tmp_path):
     assert read_coded_csv(tmp_path / "coded.csv")["b"].tolist() == ["1", "line\nbreak", "3"]
 
 
+@pytest.mark.parametrize("writer", ["reference", "coded"])
+def test_a_cell_holding_a_lone_carriage_return_is_written_so_it_reads_back(tmp_path, writer):
+    """The csv module quotes only the line terminator's characters ("\\n"), so "\\r" went out
+    bare and both readers split its row (review11 F4): the release could not be read back."""
+    cells = {
+        "a": np.array(["x", "cr\rx", None, "y"], dtype=object),
+        "b": np.array(["1", "2", "3", "a;b"], dtype=object),
+    }
+    path = tmp_path / "out.csv"
+    if writer == "reference":
+        write_text_columns(path, cells, delimiter=";")
+    else:
+        write_coded_csv(path, {n: TextCodes.from_text(c) for n, c in cells.items()}, None, ";")
+    expected = {n: c.tolist() for n, c in cells.items()}
+    assert _cells(read_text_columns, path, delimiter=";") == expected
+    assert _cells(read_coded_csv, path, delimiter=";") == expected
+    assert b"\n1;" not in path.read_bytes()  # rows without a carriage return stay unquoted
+
+
+def test_privgate_anonymize_releases_a_column_holding_a_carriage_return(tmp_path):
+    from privgate.core.fastpath import anonymize_csv
+    from privgate.core.policy import load_policy
+
+    (tmp_path / "data.csv").write_bytes(b"a;note;s\n" + b'x;"cr\rx";s1\n' * 3 + b"y;plain;s2\n" * 3)
+    (tmp_path / "ha.csv").write_text("x;G;*\ny;G;*\n")
+    (tmp_path / "policy.yaml").write_text(
+        "dataset: cr\n"
+        "input: {path: data.csv, format: csv, delimiter: ';', header: true}\n"
+        "columns:\n"
+        "  a: {role: quasi_identifier, hierarchy: {kind: arx, path: ha.csv}}\n"
+        "  note: {role: insensitive}\n"
+        "  s: {role: sensitive}\n"
+        "privacy: {k: 2, suppression_limit: 0.0}\n"
+        "algorithm: {name: optimal, metric: loss}\n"
+        "output: {directory: out, format: csv}\n"
+    )
+    policy = load_policy(tmp_path / "policy.yaml")
+    decision, _ = anonymize_csv(policy, tmp_path / "release.csv", shuffle_seed=3)
+    assert decision.passed, decision
+    written = read_text_columns(tmp_path / "release.csv")
+    assert sorted(written["note"].tolist()) == ["cr\rx"] * 3 + ["plain"] * 3
+
+
 @pytest.mark.parametrize("missing_at", [1, 2])
 def test_coded_writer_writes_a_one_column_tables_missing_cell_as_the_reference_does(
     tmp_path, missing_at

@@ -58,6 +58,24 @@ def test_stage_then_publish(tmp_path: Path) -> None:
     assert leftovers(tmp_path) == []
 
 
+def test_a_release_holding_a_carriage_return_is_staged_so_the_gate_reads_it_back(tmp_path):
+    """The csv module (and pandas' to_csv) quote only the line terminator's characters, so a
+    lone "\\r" went out bare and the gate's readers split the row (review11 F4)."""
+    from privgate.core.gate import read_release, read_release_codes
+
+    table = pd.DataFrame(
+        {"age": ["30-39", "30-39", "40-49"], "note": ["cr\rx", None, "plain"], "n": [1, 2, 3]}
+    )
+    staged = stage_release(table, tmp_path, "toy", RELEASE_ID)
+    expected = {"age": ["30-39", "30-39", "40-49"], "note": ["cr\rx", None, "plain"]}
+    expected["n"] = ["1", "2", "3"]
+    assert {n: c.tolist() for n, c in read_release(staged.release_file).items()} == expected
+    codes = read_release_codes(staged.release_file)
+    assert {n: c.tolist() for n, c in codes.items()} == expected
+    plain = stage_release(release_table(), tmp_path, "toy", "other-id")
+    assert plain.release_file.read_text() == "age,label\n30-39,a\n30-39,a\n"  # unquoted
+
+
 def test_stage_parquet(tmp_path: Path) -> None:
     staged = stage_release(release_table(), tmp_path, "toy", RELEASE_ID, fmt="parquet")
     assert staged.release_file.name == "release.parquet"
