@@ -167,14 +167,15 @@ def restrict_records(
     columns: dict[str, pd.Series] = {}
     for name, values in categorical.items():
         allowed = set(values)
+        key = _cell_key()
         inside = np.fromiter(
-            (not _missing(v) and value_key(v) in allowed for v in frame[name].tolist()),
+            ((k := key(v)) is not _MISSING and k in allowed for v in frame[name].tolist()),
             dtype=bool,
             count=len(frame),
         )
         excluded[name] = int((~inside & keep).sum())
         keep &= inside
-        columns[name] = frame[name].map(lambda v: v if _missing(v) else value_key(v))
+        columns[name] = frame[name].map(lambda v, key=key: v if (k := key(v)) is _MISSING else k)
     for name, (low, high) in numeric.items():
         number = pd.to_numeric(frame[name], errors="coerce").astype("Float64")
         present = number.notna().to_numpy()
@@ -200,6 +201,41 @@ def restrict_records(
 
 def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+#: A missing cell's key (:func:`_cell_key`): it is in no declared domain.
+_MISSING = object()
+#: Cell types whose equal values always have one ``value_key``. Not so for every type: ``Decimal
+#: ("1.0") == Decimal("1.00")`` and two equal times in different zones print differently; cells
+#: of other types are keyed one by one.
+_PLAIN_TYPES = frozenset(
+    {str, int, float, bool, np.str_, np.int32, np.int64, np.float32, np.float64, np.bool_}
+)
+
+
+def _cell_key():
+    """A function from a cell to its :func:`value_key` (``_MISSING`` for a missing cell).
+
+    Why: ``value_key`` (type checks, Unicode normalization) costs about a microsecond per cell
+    and a column holds few distinct values, so for the plain types (text, numbers) it is
+    computed once per distinct ``(type, value)`` of a column (1M Adult records: 8.3-9.9 -> 4.8-6.3
+    CPU s for the whole rule). The type is part of the memo's key because ``1``, ``1.0`` and
+    ``True`` are equal in Python. A cell's key is still a function of that cell alone: the rule
+    stays record-wise.
+    """
+    memo: dict = {}
+
+    def key(cell: object) -> object:
+        kind = type(cell)
+        if kind not in _PLAIN_TYPES:
+            return _MISSING if _missing(cell) else value_key(cell)
+        try:
+            return memo[kind, cell]
+        except KeyError:
+            found = memo[kind, cell] = _MISSING if _missing(cell) else value_key(cell)
+            return found
+
+    return key
 
 
 # ----------------------------------------------------------------------------------------------
