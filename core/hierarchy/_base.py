@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from privgate.core.exceptions import HierarchyError
+
 SUPPRESSED = "*"
 
 
@@ -98,13 +100,38 @@ class Hierarchy(ABC):
         if not missing:
             if values:
                 out[:] = self._generalize(values)
+                self._refuse_merged_spellings(values, out[:, 0])
             return out
         gone = set(missing)
         present = [i for i in range(len(values)) if i not in gone]
         if present:
             out[present] = self._generalize([values[i] for i in present])
+            self._refuse_merged_spellings([values[i] for i in present], out[present, 0])
         out[missing] = np.array(self.missing_labels(), dtype=object)
         return out
+
+    def _refuse_merged_spellings(self, values: list, own_labels: np.ndarray) -> None:
+        """Refuse two different texts that the hierarchy reads as one value (the same text
+        once put in Unicode normal form C).
+
+        Why: the search would count them as one value and every level above would merge
+        them, while the released cell keeps each spelling; both engines failed deep inside
+        the search with an index error instead of naming the values (review11 F2). Equal
+        values listed twice, and ``39`` beside ``"39"`` (one value by design), are looked up
+        as before.
+        """
+        labels = own_labels.tolist()
+        if len(set(labels)) == len(values):
+            return
+        first: dict[object, object] = {}
+        for value, label in zip(values, labels, strict=True):
+            seen = first.setdefault(label, value)
+            if isinstance(seen, str) and isinstance(value, str) and seen != value:
+                raise HierarchyError(
+                    f"column {self.column!r}: the values {ascii(seen)} and {ascii(value)} "
+                    f"are one value ({label!r}) to its hierarchy, the same text in Unicode "
+                    "normal form C spelled two ways; write it one way in the input"
+                )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(column={self.column!r}, height={self.height})"

@@ -65,6 +65,52 @@ def test_nfd_data_matches_an_nfc_hierarchy(tmp_path: Path) -> None:
     assert value_key(nfd) == nfc
 
 
+def test_one_value_spelled_in_nfc_and_nfd_is_refused_by_name(tmp_path: Path) -> None:
+    """Both spellings in one column: the search would count one value, the release two; both
+    engines failed inside the search with an index error (review11 F2)."""
+    nfc = unicodedata.normalize("NFC", "Sèvres")
+    nfd = unicodedata.normalize("NFD", "Sèvres")
+    path = tmp_path / "town.csv"
+    path.write_text(f"{nfc};Île-de-France;*\nLyon;Rhône;*\n", encoding="utf-8")
+    hierarchy = ARXHierarchy.from_csv("town", path)
+    with pytest.raises(HierarchyError, match=r"column 'town'.*S\\xe8vres.*Se\\u0300vres"):
+        hierarchy.generalize([nfc, None, nfd, "Lyon"])
+    assert hierarchy.generalize([nfd, None, "Lyon"])[0].tolist() == [nfc, "Île-de-France", "*"]
+    assert len(hierarchy.generalize([nfd, nfd, "Lyon"])) == 3  # one spelling twice: a lookup
+
+
+@pytest.mark.parametrize("engine", ["privgate anonymize", "row engine"])
+def test_both_engines_refuse_two_spellings_of_one_value(tmp_path: Path, engine: str) -> None:
+    from privgate.core.anonymize import SearchInput, full_domain_setup, make_algorithm
+    from privgate.core.fastpath import anonymize_csv
+    from privgate.core.policy import load_policy
+    from privgate.core.textcsv import read_text_columns
+
+    nfc, nfd = unicodedata.normalize("NFC", "é"), unicodedata.normalize("NFD", "é")
+    rows = [nfc, nfc, nfd, nfd, "x", "x"]
+    (tmp_path / "data.csv").write_text("a;s\n" + "".join(f"{v};s1\n" for v in rows))
+    (tmp_path / "ha.csv").write_text(f"{nfc};G;*\nx;G;*\n")
+    (tmp_path / "policy.yaml").write_text(
+        "dataset: nfd\n"
+        "input: {path: data.csv, format: csv, delimiter: ';', header: true}\n"
+        "columns:\n"
+        "  a: {role: quasi_identifier, hierarchy: {kind: arx, path: ha.csv}}\n"
+        "  s: {role: sensitive}\n"
+        "privacy: {k: 2, suppression_limit: 0.0}\n"
+        "algorithm: {name: optimal, metric: loss}\n"
+        "output: {directory: out, format: csv}\n"
+    )
+    policy = load_policy(tmp_path / "policy.yaml")
+    with pytest.raises(HierarchyError, match=r"column 'a'.*(\\xe9.*e\\u0301|e\\u0301.*\\xe9)"):
+        if engine == "privgate anonymize":
+            anonymize_csv(policy, tmp_path / "release.csv")
+        else:
+            setup = full_domain_setup(policy, "test")
+            text = read_text_columns(tmp_path / "data.csv", ";", "utf-8", True, [""])
+            make_algorithm(setup).anonymize(SearchInput.prepare(text, setup))
+    assert not (tmp_path / "release.csv").exists()
+
+
 def test_uncovered_values_quoted_at_most_five_with_escapes(tmp_path: Path) -> None:
     path = tmp_path / "town.csv"
     path.write_text("Lyon;FR;*\n", encoding="utf-8")
