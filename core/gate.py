@@ -281,7 +281,10 @@ def sensitive_reference(
         if output_format == "parquet":
             cells = [None if v is pd.NA else str(v) for v in column[name].astype("string")]
         else:
-            text = column.to_csv(index=False, lineterminator="\n")
+            # quoted in full when a cell holds "\r", as core.publish.stage_release writes it
+            # (the csv module quotes only "\n"; a bare "\r" made csv.reader raise here)
+            quoting = csv.QUOTE_ALL if _holds_carriage_return(column[name]) else csv.QUOTE_MINIMAL
+            text = column.to_csv(index=False, lineterminator="\n", quoting=quoting)
             rows = list(csv.reader(io.StringIO(text)))[1:]
             cells = [row[0] if row and row[0] != "" else None for row in rows]
         counts: dict = {}
@@ -291,6 +294,14 @@ def sensitive_reference(
             counts = _person_weights(cells, persons)
         out[name] = counts
     return out
+
+
+def _holds_carriage_return(column: object) -> bool:
+    """Whether a text cell of ``column`` (a pandas Series) holds ``"\\r"``."""
+    if column.dtype.kind in "biufcmM":  # type: ignore[attr-defined]
+        return False
+    text = column.astype("string")  # type: ignore[attr-defined]
+    return bool(text.str.contains("\r", regex=False).fillna(False).any())
 
 
 def _person_weights(cells: Sequence[str | None], persons: Sequence[object]) -> dict:

@@ -38,6 +38,22 @@ def test_reference_names_values_as_the_written_release_does() -> None:
     assert reference == {"n": {"1": 1, "2": 2, None: 1}, "t": {"a,b": 1, "c": 3}}
 
 
+def test_reference_of_a_value_holding_a_carriage_return_is_the_released_value(tmp_path) -> None:
+    """A sensitive value holding a lone "\\r" is released quoted (5f2c535) and read back whole;
+    the reference names it the same way (it raised csv.Error: the column was written with the
+    "\\r" bare and read back split)."""
+    from collections import Counter
+
+    from privgate.core.gate import read_release
+    from privgate.core.publish import stage_release
+
+    frame = pd.DataFrame({"q": ["a", "a", "b", "b", "b"], "s": ["cr\rx", "cr\rx", "y", None, "y"]})
+    reference = sensitive_reference(frame, ["s"])
+    staged = stage_release(frame, tmp_path, "toy", "2024-05-01-0123456789ab")
+    released = Counter(read_release(staged.release_file)["s"].tolist())
+    assert reference == {"s": dict(released)} == {"s": {"cr\rx": 2, "y": 2, None: 1}}
+
+
 def _arx_case_spec(adult_policy) -> dict:
     """ARX's test case as a policy document: hierarchical 0.2-closeness on occupation, k = 5,
     5 % suppression, all other Adult columns quasi-identifiers, non-uniform entropy."""
