@@ -20,10 +20,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from prefect import task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 from privgate.core.retention import retention_days
-from privgate.tasks.results import RESULT_STORAGE, DatasetScoped, SealedSerializer
+from privgate.tasks.results import (
+    RESULT_STORAGE,
+    DatasetScoped,
+    SealedSerializer,
+    stored_in_private_results,
+)
 
 
 @dataclass
@@ -68,6 +74,17 @@ CACHED_STAGE = {
     "result_serializer": SealedSerializer(),
     "cache_expiration": timedelta(days=retention_days()),
 }
+
+
+def stage_task(**options: Any) -> Any:
+    """``@task(**options)`` with :data:`CACHED_STAGE`: a cached stage, whose result storage
+    each run points at the block it saved
+    (:func:`~privgate.tasks.results.ensure_result_storage`)."""
+
+    def decorate(fn: Any) -> Any:
+        return stored_in_private_results(task(**options, **CACHED_STAGE)(fn))
+
+    return decorate
 
 
 def retry_transient(task, task_run, state) -> bool:

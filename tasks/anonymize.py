@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import pandas as pd
-from prefect import task
 from prefect.logging import get_run_logger
 
 from privgate.core import stages
 from privgate.core.anonymize import SearchSetup
 from privgate.core.policy import ReleasePolicy
 from privgate.core.ranking import Ranking
-from privgate.tasks._caching import CACHED_STAGE
+from privgate.tasks._caching import stage_task
 from privgate.tasks._progress import forward_progress
 
 
-@task(name="anonymize", timeout_seconds=3600, **CACHED_STAGE)
+@stage_task(name="anonymize", timeout_seconds=3600)
 def anonymize_task(
     frame: pd.DataFrame,
     policy: ReleasePolicy,

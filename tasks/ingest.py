@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import time
 
-from prefect import task
 from prefect.logging import get_run_logger
 
 from privgate.core import stages
 from privgate.core.policy import ReleasePolicy
-from privgate.tasks._caching import CACHED_STAGE, retry_transient
+from privgate.tasks._caching import retry_transient, stage_task
 
 
-@task(
+@stage_task(
     name="ingest",
     retries=2,
     retry_delay_seconds=[1, 5],
     retry_condition_fn=retry_transient,
     timeout_seconds=1800,
-    **CACHED_STAGE,
 )
 def ingest_task(policy: ReleasePolicy, input_sha256: str, cache_token: str) -> stages.IngestedTable:
     """Read the input table (cached by the data fingerprint and the input/columns sections)."""

@@ -11,14 +11,13 @@ from __future__ import annotations
 import re
 
 import pandas as pd
-from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.logging import get_run_logger
 
 from privgate.core import stages
 from privgate.core.policy import ReleasePolicy
 from privgate.core.ranking import Ranking
-from privgate.tasks._caching import CACHED_STAGE
+from privgate.tasks._caching import stage_task
 from privgate.tasks._progress import forward_progress
 
 
@@ -27,7 +26,7 @@ def ranking_artifact_key(dataset: str) -> str:
     return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9-]+", "-", f"privgate-ranking-{dataset}".lower()))
 
 
-@task(name="rank-attributes", timeout_seconds=3600, **CACHED_STAGE)
+@stage_task(name="rank-attributes", timeout_seconds=3600)
 def rank_task(frame: pd.DataFrame, policy: ReleasePolicy, cache_token: str) -> Ranking:
     """Rank the quasi-identifiers by importance for ``ranking.target`` and group them in tiers."""
     log = get_run_logger()

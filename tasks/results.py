@@ -39,6 +39,7 @@ __all__ = [
     "PrivateResultStorage",
     "SealedSerializer",
     "ensure_result_storage",
+    "stored_in_private_results",
 ]
 
 #: Names a Prefect Secret block holding the cache key (instead of the key itself).
@@ -128,7 +129,19 @@ class PrivateResultStorage(LocalFileSystem):
 _BLOCK_NAME = "privgate-results"
 RESULT_STORAGE = f"{PrivateResultStorage._block_type_slug}/{_BLOCK_NAME}"
 
-_saved: set[str] = set()
+#: The block saved on each Prefect API this process used (by API URL).
+_saved: dict[str, PrivateResultStorage] = {}
+
+#: The cached stage tasks (``tasks._caching.stage_task``): each run points their result
+#: storage at the block saved on its API.
+_STAGE_TASKS: list[Any] = []
+
+
+def stored_in_private_results(task: Any) -> Any:
+    """Register a cached stage task, whose storage :func:`ensure_result_storage` points at the
+    saved block; returns the task."""
+    _STAGE_TASKS.append(task)
+    return task
 
 
 #: Saves of the storage block tried before a conflict is raised (see ensure_result_storage).
@@ -136,7 +149,14 @@ _SAVE_ATTEMPTS = 3
 
 
 def ensure_result_storage() -> None:
-    """Save the storage block on the current Prefect API once per process (idempotent).
+    """Save the storage block on the current Prefect API once per process (idempotent), and
+    point the cached stage tasks at it.
+
+    A task naming its storage by ``RESULT_STORAGE`` makes Prefect read the block from the API
+    twice per task run (an API request each: 8 per Adult release run, about 20 ms of the
+    server's CPU each at a load of 10); the saved block itself is what that request returns, so
+    the tasks hold it instead and a run makes none. Pointed again at each run's start: a
+    process that used another API before holds that API's block (its id means nothing here).
 
     Two runs starting at once on a server that has never seen the block (two deployments
     served on a new server, a run created while another starts) both register its type:
@@ -148,16 +168,19 @@ def ensure_result_storage() -> None:
     from prefect.settings import PREFECT_API_URL
 
     where = str(PREFECT_API_URL.value() or "ephemeral")
-    if where in _saved:
-        return
-    for attempt in range(1, _SAVE_ATTEMPTS + 1):
-        try:
-            PrivateResultStorage().save(_BLOCK_NAME, overwrite=True)
-            break
-        except ObjectAlreadyExists:
-            if attempt == _SAVE_ATTEMPTS:
-                raise
-    _saved.add(where)
+    block = _saved.get(where)
+    if block is None:
+        block = PrivateResultStorage()
+        for attempt in range(1, _SAVE_ATTEMPTS + 1):
+            try:
+                block.save(_BLOCK_NAME, overwrite=True)
+                break
+            except ObjectAlreadyExists:
+                if attempt == _SAVE_ATTEMPTS:
+                    raise
+        _saved[where] = block
+    for task in _STAGE_TASKS:
+        task.result_storage = block
 
 
 @dataclass

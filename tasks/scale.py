@@ -50,7 +50,7 @@ from privgate.core.scale import (
     write_stage,
     write_text_synced,
 )
-from privgate.tasks._caching import CACHED_STAGE
+from privgate.tasks._caching import stage_task
 from privgate.tasks._progress import forward_progress
 from privgate.validations.expectations import ExpectationSample
 from privgate.validations.schema import validate_distinct_values, validate_input
@@ -83,7 +83,7 @@ def _scheduler(cluster: bool) -> Iterator[None]:
             yield
 
 
-@task(name="frequency-set", timeout_seconds=7200, **CACHED_STAGE)
+@stage_task(name="frequency-set", timeout_seconds=7200)
 def frequency_task(
     policy: ReleasePolicy,
     setup: SearchSetup,
@@ -102,7 +102,7 @@ def frequency_task(
     return freq, reference
 
 
-@task(name="validate-sample", timeout_seconds=3600, **CACHED_STAGE)
+@stage_task(name="validate-sample", timeout_seconds=3600)
 def validate_sample_task(
     policy: ReleasePolicy,
     setup: SearchSetup,
@@ -133,7 +133,7 @@ def validate_sample_task(
     return validated
 
 
-@task(name="search", timeout_seconds=3600, **CACHED_STAGE)
+@stage_task(name="search", timeout_seconds=3600)
 def search_task(
     freq: FrequencySet, policy: ReleasePolicy, setup: SearchSetup, cache_token: str | None = None
 ) -> tuple[GeneralizationPlan, dict, dict]:

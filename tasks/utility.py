@@ -18,10 +18,10 @@ from privgate.core.exceptions import UtilityBlockedError
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import ReleasePolicy
 from privgate.core.utility import UtilityDecision, UtilityReport, check_utility, measure_utility
-from privgate.tasks._caching import CACHED_STAGE
+from privgate.tasks._caching import stage_task
 
 
-@task(name="utility", timeout_seconds=3600, **CACHED_STAGE)
+@stage_task(name="utility", timeout_seconds=3600)
 def utility_task(
     frame: pd.DataFrame,
     table: stages.AnonymizedTable,

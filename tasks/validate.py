@@ -5,16 +5,15 @@ from __future__ import annotations
 import time
 
 import pandas as pd
-from prefect import task
 from prefect.logging import get_run_logger
 
 from privgate.core.hierarchy import Hierarchy
 from privgate.core.policy import ReleasePolicy
-from privgate.tasks._caching import CACHED_STAGE
+from privgate.tasks._caching import stage_task
 from privgate.validations.schema import validate_input
 
 
-@task(name="validate", timeout_seconds=1800, **CACHED_STAGE)
+@stage_task(name="validate", timeout_seconds=1800)
 def validate_task(
     frame: pd.DataFrame, policy: ReleasePolicy, hierarchies: dict[str, Hierarchy], cache_token: str
 ) -> pd.DataFrame:
