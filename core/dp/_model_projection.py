@@ -149,7 +149,10 @@ def unfitted_model(domain, loss_fn, *, potentials=None):
     from mbi import CliqueVector, MarkovRandomField
     from mbi.estimation import minimum_variance_unbiased_total
 
-    cliques = [m.clique for m in loss_fn]
+    # Each clique once: AIM measures a clique again when its noisy selection picks it again,
+    # and a list holding one twice made ``expand`` raise "Cliques must be unique" in the
+    # budget rehearsal, now and then, as the rehearsal's selection is drawn on noise.
+    cliques = list(dict.fromkeys(m.clique for m in loss_fn))
     total = minimum_variance_unbiased_total(loss_fn)  # what mirror descent would start from
     if potentials is None:
         potentials = CliqueVector.zeros(domain, cliques)
