@@ -104,12 +104,12 @@ def write_text_columns(
         rows = (["" if v is None else v for v in row] for row in zip(*data, strict=True))
         if not n:
             return
-        if not any(_holds_cr(column) for column in data):
+        if not any(_holds_cr(set(column)) for column in data):  # each distinct text once
             writer.writerows(rows)
             return
         for cells in rows:
             (quoting_all if _holds_cr(cells) else writer).writerow(cells)
 
 
-def _holds_cr(cells: list) -> bool:
+def _holds_cr(cells: Iterable) -> bool:
     return any(isinstance(c, str) and "\r" in c for c in cells)
