@@ -29,7 +29,7 @@ from privgate.core.privacy import (
     sensitive_columns,
     unsupported_with_persons,
 )
-from privgate.core.textcsv import read_text_columns
+from privgate.core.textcsv import frame_csv_quoting, read_text_columns
 
 __all__ = [
     "ATTACK_RULE",
@@ -283,7 +283,7 @@ def sensitive_reference(
         else:
             # quoted in full when a cell holds "\r", as core.publish.stage_release writes it
             # (the csv module quotes only "\n"; a bare "\r" made csv.reader raise here)
-            quoting = csv.QUOTE_ALL if _holds_carriage_return(column[name]) else csv.QUOTE_MINIMAL
+            quoting = frame_csv_quoting(column)
             text = column.to_csv(index=False, lineterminator="\n", quoting=quoting)
             rows = list(csv.reader(io.StringIO(text)))[1:]
             cells = [row[0] if row and row[0] != "" else None for row in rows]
@@ -294,14 +294,6 @@ def sensitive_reference(
             counts = _person_weights(cells, persons)
         out[name] = counts
     return out
-
-
-def _holds_carriage_return(column: object) -> bool:
-    """Whether a text cell of ``column`` (a pandas Series) holds ``"\\r"``."""
-    if column.dtype.kind in "biufcmM":  # type: ignore[attr-defined]
-        return False
-    text = column.astype("string")  # type: ignore[attr-defined]
-    return bool(text.str.contains("\r", regex=False).fillna(False).any())
 
 
 def _person_weights(cells: Sequence[str | None], persons: Sequence[object]) -> dict:

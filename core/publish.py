@@ -17,7 +17,6 @@ The input file is only ever read.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import logging
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from privgate.core.exceptions import PublishError
+from privgate.core.textcsv import frame_csv_quoting
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -221,7 +221,7 @@ def stage_release(
         if fmt == "parquet":
             release.to_parquet(release_file, index=False)
         else:
-            quoting = csv.QUOTE_ALL if _holds_carriage_return(release) else csv.QUOTE_MINIMAL
+            quoting = frame_csv_quoting(release)
             release.to_csv(release_file, index=False, lineterminator="\n", quoting=quoting)
         with open(release_file, "rb") as fh:
             os.fsync(fh.fileno())
@@ -229,24 +229,6 @@ def stage_release(
         shutil.rmtree(staging, ignore_errors=True)
         raise PublishError(f"cannot write the release into {dataset_dir}: {exc}") from None
     return StagedRelease(staging, dataset_dir / release_id, release_file, file_mode)
-
-
-def _holds_carriage_return(release: pd.DataFrame) -> bool:
-    """Whether a text cell or a column name holds ``"\\r"``.
-
-    Why: the ``csv`` module quotes only the line terminator's characters (``"\\n"`` here), so
-    a lone ``"\\r"`` went out bare and every reader split its row there; such a release is
-    written with every field quoted (the same cells read back).
-    """
-    if any("\r" in str(name) for name in release.columns):
-        return True
-    for name in release.columns:
-        column = release[name]
-        if column.dtype.kind in "biufcmM":
-            continue
-        if column.astype("string").str.contains("\r", regex=False).fillna(False).any():
-            return True
-    return False
 
 
 def folder_mode(file_mode: int) -> int:

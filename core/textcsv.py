@@ -15,7 +15,7 @@ import numpy as np
 
 from privgate.core.exceptions import IngestError
 
-__all__ = ["read_text_columns", "write_text_columns"]
+__all__ = ["frame_csv_quoting", "read_text_columns", "write_text_columns"]
 
 
 def read_text_columns(
@@ -113,3 +113,25 @@ def write_text_columns(
 
 def _holds_cr(cells: Iterable) -> bool:
     return any(isinstance(c, str) and "\r" in c for c in cells)
+
+
+def frame_csv_quoting(frame: object) -> int:
+    """The ``quoting`` for ``DataFrame.to_csv``: ``csv.QUOTE_ALL`` when a column name or a text
+    cell holds ``"\\r"``, else ``csv.QUOTE_MINIMAL``.
+
+    Why: the ``csv`` module (and pandas with it) quotes only the line terminator's characters
+    (``"\\n"`` here), so a lone ``"\\r"`` went out bare and every reader split its row; such a
+    table is written with every field quoted (the same cells read back). One rule for the
+    release flow's writer (:func:`privgate.core.publish.stage_release`) and the gate's
+    t-closeness reference, which writes a column exactly as the release is written.
+    """
+    columns = frame.columns  # type: ignore[attr-defined]
+    if any("\r" in str(name) for name in columns):
+        return csv.QUOTE_ALL
+    for name in columns:
+        column = frame[name]  # type: ignore[index]
+        if column.dtype.kind in "biufcmM":
+            continue
+        if column.astype("string").str.contains("\r", regex=False).fillna(False).any():
+            return csv.QUOTE_ALL
+    return csv.QUOTE_MINIMAL
