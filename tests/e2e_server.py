@@ -109,7 +109,9 @@ def server(tmp_path_factory):
         PREFECT_RUNNER_POLL_FREQUENCY=str(POLL_SECONDS),  # read by `privgate serve`
     )
     prefect = str(Path(sys.executable).with_name("prefect"))
-    log = open(home / "server.log", "w")  # noqa: SIM115 - closed in teardown
+    global _SERVER_LOG
+    _SERVER_LOG = home / "server.log"
+    log = open(_SERVER_LOG, "w")  # noqa: SIM115 - closed in teardown
     process = subprocess.Popen(
         [prefect, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -153,7 +155,7 @@ class Serving:
         api = self.server["api"]
 
         def deployment():
-            r = http().get(f"{api}/deployments/name/{DEPLOYMENT}", timeout=5)
+            r = read_api("GET", f"{api}/deployments/name/{DEPLOYMENT}")
             return r.json() if r.status_code == 200 else None
 
         # On the first start the deployment appears once serving began (after the crash
@@ -193,19 +195,44 @@ def create_run(api: str, deployment_id: str, json: dict, timeout: float = 10) ->
         time.sleep(2)
 
 
-def _read(method: str, url: str, **kwargs) -> httpx.Response:
-    """A read from the API that waits out a busy server: its SQLite database can be locked
-    for seconds while served runs, retries and the crash automation write (a clean clone's CI
-    run once saw a 10-second read time out there, after every check of the test had passed).
-    The server's latency is not what these tests check; an answer that never comes within
-    a minute still fails them."""
-    deadline = time.monotonic() + 60
+#: Seconds a read waits out a Prefect server that does not answer (see :func:`read_api`).
+READ_PATIENCE = 180
+
+#: The log of the file's Prefect server, quoted when it stops answering.
+_SERVER_LOG: Path | None = None
+
+
+def server_log_tail(lines: int = 60) -> str:
+    """The end of the Prefect server's log: what it was doing when it stopped answering."""
+    if _SERVER_LOG is None or not _SERVER_LOG.exists():
+        return "(no server log)"
+    return "\n".join(_SERVER_LOG.read_text(errors="replace").splitlines()[-lines:])
+
+
+def read_api(method: str, url: str, **kwargs) -> httpx.Response:
+    """A read from the API that waits out a busy server.
+
+    Prefect's server keeps its state in SQLite; while served runs, retries and the crash
+    automation write, its requests queue on the database lock (``busy_timeout`` is 60 s) and
+    a read can go unanswered for a minute: a clean clone's CI run saw three 20-second reads
+    in a row time out, after the run had failed as the test expected and its retry had been
+    scheduled. The server's latency on a loaded machine is not what these tests check, and a
+    read is safe to repeat; a server silent for :data:`READ_PATIENCE` seconds still fails the
+    test, with the end of the server's log in the message. Each stall is printed (pytest shows
+    it with a failure)."""
+    started = time.monotonic()
+    deadline = started + READ_PATIENCE
     while True:
         try:
             response = http().request(method, url, timeout=20, **kwargs)
-        except httpx.TimeoutException:
+        except httpx.TimeoutException as error:
+            waited = time.monotonic() - started
+            print(f"e2e: the Prefect server has not answered {method} {url} for {waited:.0f} s")
             if time.monotonic() > deadline:
-                raise
+                raise AssertionError(
+                    f"the Prefect server did not answer {method} {url} within "
+                    f"{READ_PATIENCE} s; the end of its log:\n{server_log_tail()}"
+                ) from error
             continue
         if response.status_code != 503 or time.monotonic() > deadline:
             return response
@@ -213,7 +240,7 @@ def _read(method: str, url: str, **kwargs) -> httpx.Response:
 
 
 def run_state(api: str, run_id: str) -> dict:
-    return _read("GET", f"{api}/flow_runs/{run_id}").json()
+    return read_api("GET", f"{api}/flow_runs/{run_id}").json()
 
 
 def wait_terminal(api: str, run_id: str, timeout: float = 240) -> dict:
@@ -226,7 +253,7 @@ def wait_terminal(api: str, run_id: str, timeout: float = 240) -> dict:
 
 def task_runs(api: str, run_id: str) -> list[dict]:
     body = {"flow_runs": {"id": {"any_": [run_id]}}, "sort": "EXPECTED_START_TIME_ASC"}
-    return _read("POST", f"{api}/task_runs/filter", json=body).json()
+    return read_api("POST", f"{api}/task_runs/filter", json=body).json()
 
 
 def retry_from_the_cli(server: dict, run_id: str) -> None:

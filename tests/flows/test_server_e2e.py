@@ -36,8 +36,8 @@ from e2e_server import (
     CRASH_AFTER,
     REPO,
     create_run,
-    http,
     new_page,
+    read_api,
     retry_from_the_cli,
     retry_from_the_ui,
     retrying_from_the_cli,
@@ -327,7 +327,7 @@ def test_custom_run_from_the_ui_form_completes(server, served, browser):
 
         def submitted():
             body = {"deployments": {"id": {"any_": [served.deployment["id"]]}}}
-            runs = http().post(f"{api}/flow_runs/filter", json=body, timeout=30).json()
+            runs = read_api("POST", f"{api}/flow_runs/filter", json=body).json()
             return next((r for r in runs if r["parameters"]["parameters"].get("k") == 8), None)
 
         # Submit, as a user does: when the busy server refuses the create (its SQLite database
