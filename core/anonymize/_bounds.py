@@ -51,10 +51,22 @@ class ProjectionBounds:
         sizes: list[np.ndarray] = []
         combos: list[np.ndarray] = []
         n_combos = 0
+        # Each quasi-identifier's codes as one contiguous column (a column of the tuples'
+        # row-major array is a strided read: at 1M distinct tuples, building the 56 keys
+        # from it took 0.8 of the 0.9 CPU s the bounds cost), and each key built from the
+        # previous projection's key of its first ``arity - 1`` attributes: the combinations
+        # come in lexicographic order, so consecutive ones share that prefix.
+        columns = [np.ascontiguousarray(freq.qi_codes[:, j], dtype=np.int32) for j in range(q)]
+        radices = [c.distinct_at(0) for c in table.columns]
+        prefix: tuple[tuple[int, ...], np.ndarray] | None = None
         for attrs in itertools.combinations(range(q), self.arity):
             cols = [table.columns[a] for a in attrs]
             shape = tuple(c.height + 1 for c in cols)
-            group_sizes, group_combos = _projection_groups(freq, weights, attrs)
+            if prefix is None or prefix[0] != attrs[:-1]:
+                prefix = (attrs[:-1], _level0_key(columns, radices, attrs[:-1], len(weights)))
+            key = prefix[1] * radices[attrs[-1]]
+            key += columns[attrs[-1]]
+            group_sizes, group_combos = _projection_groups(freq, weights, attrs, key)
             sizes.append(group_sizes)
             combos.append(group_combos + n_combos)
             self._projections.append((attrs, shape, n_combos, n_combos + math.prod(shape)))
@@ -136,22 +148,32 @@ class ProjectionBounds:
         return bound
 
 
+def _level0_key(
+    columns: Sequence[np.ndarray], radices: Sequence[int], attrs: tuple[int, ...], n: int
+) -> np.ndarray:
+    """Each tuple's mixed-radix key (int64) over the level-0 codes of ``attrs``."""
+    key = np.zeros(n, dtype=np.int64)
+    for a in attrs:
+        key *= radices[a]
+        key += columns[a]
+    return key
+
+
 def _projection_groups(
-    freq: FrequencySet, weights: np.ndarray, attrs: tuple[int, ...]
+    freq: FrequencySet, weights: np.ndarray, attrs: tuple[int, ...], key: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sizes of the groups of the projection on ``attrs`` at every level combination, and
     the combination (row-major over the levels) each group belongs to.
 
-    All combinations at once: each cell present at level 0 gets its projected key at every
-    combination (an array of shape ``levels + (cells,)``), each combination offset into a
-    block of its own in one key space, and the groups are counted by one bincount over that
-    space, or by one sort when the space is much larger than the keys.
+    ``key``: each tuple's mixed-radix key over the level-0 codes of ``attrs``
+    (:func:`_level0_key`). All combinations at once: each cell present at level 0 gets its
+    projected key at every combination (an array of shape ``levels + (cells,)``), each
+    combination offset into a block of its own in one key space, and the groups are counted
+    by one bincount over that space, or by one sort when the space is much larger than the
+    keys.
     """
     cols = [freq.table.columns[a] for a in attrs]
     radices = [c.distinct_at(0) for c in cols]
-    key = np.zeros(len(weights), dtype=np.int64)
-    for a, radix in zip(attrs, radices, strict=True):
-        key = key * radix + freq.qi_codes[:, a]
     if math.prod(radices) <= max(4 * len(key), 1 << 20):
         joint = np.bincount(key, weights=weights, minlength=math.prod(radices))
         present = np.flatnonzero(joint)
