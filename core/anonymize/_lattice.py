@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
 import numpy as np
@@ -151,6 +151,22 @@ class ClassTable:
     def __len__(self) -> int:
         return len(self.sizes)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays (codes, sizes, histograms)."""
+        arrays = [*self.codes, self.sizes, *self.histograms]
+        return sum(a.nbytes for a in arrays)
+
+
+#: How many bytes of class tables a :class:`NodeChecker` keeps as roll-up sources, per cell of
+#: the searched columns (quasi-identifiers and sensitive ones): the bytes of the table's own
+#: ``int32`` codes, a budget that grows with the table. ``privgate anonymize`` lets those codes
+#: go before the search, so at 10M rows the tables (327 MiB at most) fit in what was freed and
+#: no roll-up is lost, while at 1M rows they no longer hold 91 MiB (48 tables), the largest
+#: part of the command's peak, but about 34 (benchmarks/BENCHMARKS.md, issue 18). A budget of
+#: twice the frequency set's own table instead cost 0.5-0.8 CPU s of roll-ups at 10M rows.
+CACHE_BYTES_PER_CELL = 4
+
 
 @dataclass(frozen=True)
 class NodeOutcome:
@@ -159,7 +175,9 @@ class NodeOutcome:
     node: tuple[int, ...]
     satisfied: bool
     outliers: int
-    table: ClassTable
+    #: ``None`` in an outcome kept after its table left the checker's cache (see
+    #: :meth:`NodeChecker.known`); :meth:`NodeChecker.evaluate` returns it with its table.
+    table: ClassTable | None
     failing: np.ndarray  # bool per class: records of these classes are suppressed
 
 
@@ -177,11 +195,14 @@ class NodeChecker:
     models : sequence of PrivacyModel
     suppression_limit : float
     cache_size : int, default=48
-        How many evaluated class tables are kept as roll-up sources.
+        How many evaluated class tables are kept as roll-up sources, at most.
+    cache_bytes : int, optional
+        How many bytes of them, at most (the oldest used leave first; two are always kept).
+        Default: :data:`CACHE_BYTES_PER_CELL` per cell of the searched columns.
     remember : bool, default=True
-        Keep every outcome (with its class table) for :meth:`known`. A search that evaluates
-        thousands of nodes of a wide table keeps its own verdicts instead: the class tables
-        would hold gigabytes.
+        Keep every outcome (with its class table while cached) for :meth:`known`. A search
+        that evaluates thousands of nodes of a wide table keeps its own verdicts instead: the
+        class tables would hold gigabytes.
     """
 
     def __init__(
@@ -191,6 +212,7 @@ class NodeChecker:
         suppression_limit: float,
         cache_size: int = 48,
         remember: bool = True,
+        cache_bytes: int | None = None,
     ) -> None:
         table = freq.table
         self.freq = freq
@@ -221,6 +243,11 @@ class NodeChecker:
         self._cache_index: tuple | None = None
         self._last: tuple[int, ...] | None = None
         self._bottom = bottom
+        if cache_bytes is None:
+            cells = self.n_rows * (len(table.columns) + len(self._sensitive))
+            cache_bytes = CACHE_BYTES_PER_CELL * cells
+        self._cache_bytes = cache_bytes
+        self._cached_bytes = 0
         self._outcomes: dict[tuple[int, ...], NodeOutcome] = {}
         self._remember = remember
         self._population = population_index(freq, self.models)
@@ -337,10 +364,22 @@ class NodeChecker:
         )
         table = ClassTable(node, class_codes, sizes, hists)
         self._cache[node] = table
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._cached_bytes += table.nbytes
+        while len(self._cache) > 2 and (
+            len(self._cache) > self._cache_size or self._cached_bytes > self._cache_bytes
+        ):
+            self._evict()
         self._cache_index = None
         return table
+
+    def _evict(self) -> None:
+        """Let go of the least recently used cached table, also from its node's kept outcome
+        (which :meth:`evaluate` rebuilds with it when asked again)."""
+        node, table = self._cache.popitem(last=False)
+        self._cached_bytes -= table.nbytes
+        outcome = self._outcomes.get(node)
+        if outcome is not None and outcome.table is table:
+            self._outcomes[node] = replace(outcome, table=None)
 
     # --- evaluation ---------------------------------------------------------------------
 
@@ -373,7 +412,13 @@ class NodeChecker:
         """Check ``node``: which classes fail, and whether their records fit the limit."""
         node = tuple(int(v) for v in node)
         if node in self._outcomes:
-            return self._outcomes[node]
+            outcome = self._outcomes[node]
+            if outcome.table is None:
+                # Its table left the cache: rebuilt, the same classes in the same order (a
+                # node's classes are ordered by their codes, whichever table they roll up).
+                outcome = replace(outcome, table=self.class_table(node))
+                self._outcomes[node] = outcome
+            return outcome
         self.evaluations += 1
         table = self.class_table(node)
         ok = np.ones(len(table), dtype=bool)
@@ -403,5 +448,6 @@ class NodeChecker:
         return outcome
 
     def known(self, node: Sequence[int]) -> NodeOutcome | None:
-        """The outcome of an already-evaluated node, if any."""
+        """The outcome of an already-evaluated node, if any (its ``table`` is ``None`` once the
+        table has left the cache: :meth:`evaluate` returns it with its table)."""
         return self._outcomes.get(tuple(int(v) for v in node))

@@ -27,7 +27,9 @@ from privgate.core.anonymize import (
     Datafly,
     Generalization,
     MultiAttributeDatafly,
+    NodeChecker,
     OptimalLattice,
+    _lattice,
     apply_generalization,
 )
 from privgate.core.anonymize._bounds import ProjectionBounds
@@ -611,6 +613,47 @@ def test_adult_optimum_under_other_metrics_equals_the_exhaustive_golden_node(
     assert tuple(result.levels.values()) == levels
     assert result.n_suppressed == n_suppressed
     assert result.details["loss"] == pytest.approx(value, rel=1e-12, abs=1e-9)
+
+
+def test_a_cache_of_two_class_tables_finds_every_adult_golden_node(
+    adult: Problem, monkeypatch
+) -> None:
+    """The class tables kept for roll-ups are bounded by bytes (issue 18): with no bytes at all
+    (two tables kept), the search still returns every golden node, having evaluated the same
+    nodes as with the usual budget; only its roll-ups start from larger tables."""
+    usual = {
+        cell: OptimalLattice([KAnonymity(k=cell[0])], cell[1]).search(adult.encoded.frequency_set())
+        for cell in sorted(ADULT_GOLDEN)
+    }
+    monkeypatch.setattr(_lattice, "CACHE_BYTES_PER_CELL", 0)
+    for k, limit in sorted(ADULT_GOLDEN):
+        result = OptimalLattice([KAnonymity(k=k)], limit).search(adult.encoded.frequency_set())
+        levels, n_suppressed, loss = ADULT_GOLDEN[k, limit]
+        assert tuple(result.levels.values()) == levels, (k, limit)
+        assert result.n_suppressed == n_suppressed, (k, limit)
+        assert result.details["loss"] == pytest.approx(loss, abs=1e-9)
+        assert result.details["evaluated"] == usual[k, limit].details["evaluated"], (k, limit)
+
+
+def test_an_evicted_class_table_comes_back_with_its_outcome(adult_freq) -> None:
+    """A node evaluated again after its table left the cache gets the same classes in the same
+    order (its kept ``failing`` flags index them) without counting a second evaluation."""
+    checker = NodeChecker(adult_freq, [KAnonymity(k=5)], 0.02, cache_bytes=0)
+    rng = np.random.default_rng(20)
+    nodes = [tuple(int(v) for v in n) for n in rng.choice(checker.lattice.nodes, 12, replace=False)]
+    first = {node: checker.evaluate(node) for node in nodes}
+    assert len(checker._cache) == 2  # the byte budget lets every other table go
+    dropped = [node for node in nodes if checker.known(node).table is None]
+    assert len(dropped) >= 10
+    for node in nodes:
+        again, before = checker.evaluate(node), first[node]
+        assert again.table is not None
+        assert np.array_equal(again.table.sizes, before.table.sizes), node
+        for mine, theirs in zip(again.table.codes, before.table.codes, strict=True):
+            assert np.array_equal(mine, theirs), node
+        assert np.array_equal(again.failing, before.failing)
+        assert (again.satisfied, again.outliers) == (before.satisfied, before.outliers)
+    assert checker.evaluations == len(nodes)
 
 
 @pytest.fixture(scope="module")
