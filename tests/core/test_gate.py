@@ -15,6 +15,7 @@ from privgate.core.gate import (
     class_stats_of,
     group_rows,
     read_release,
+    read_release_codes,
     verify_release,
     verify_table,
 )
@@ -93,6 +94,26 @@ def test_classes_are_combinations_of_all_quasi_identifiers() -> None:
     assert not decision.passed
     assert decision.measurements["classes"] == 4
     assert decision.measurements["min_class_size"] == 1
+
+
+def test_a_missing_cell_is_a_value_of_its_own_in_every_quasi_identifier(tmp_path) -> None:
+    """A missing quasi-identifier cell groups with the other missing cells only, never with a
+    present value, whatever the column's place in the key (first, middle, last), read from a
+    frame or from a written file as codes."""
+    df = pd.DataFrame(
+        {
+            "a": ["x", None, "x", None, "y", "y"],
+            "b": ["1", "1", None, None, "2", "2"],
+            "c": ["p", "p", "p", "p", None, "q"],
+        },
+        dtype="string",
+    )
+    path = _write_csv(tmp_path, df)
+    for release in (df, read_release_codes(path)):
+        decision = verify_table(release, ["a", "b", "c"], [KAnonymity(k=1)])
+        assert decision.measurements["classes"] == 6, release
+        stats = class_stats_of(release, ["b", "a"], [])
+        assert sorted(stats.sizes.tolist()) == [1, 1, 1, 1, 2]
 
 
 def test_every_failing_model_is_a_reason() -> None:
