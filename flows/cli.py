@@ -78,6 +78,7 @@ def _run_release(policy_path: Path, args: argparse.Namespace, overrides: dict) -
         epsilon=getattr(args, "epsilon", None),
         release_date=args.release_date,
         dry_run=args.dry_run,
+        data_docs=getattr(args, "data_docs", True),
         engine=getattr(args, "engine", "auto"),
         overrides=overrides,
     )
@@ -469,6 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one release of a policy")
     run.add_argument("policy", help="release policy (YAML)")
     run.add_argument("--input", help="override input.path")
+    run.add_argument(
+        "--no-data-docs",
+        dest="data_docs",
+        action="store_false",
+        help="leave Great Expectations' HTML Data Docs out of the release folder (both suites "
+        "still run; expectations.json still records every result)",
+    )
     run.add_argument(
         "--engine",
         choices=["auto", "memory", "partitioned"],

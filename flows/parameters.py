@@ -57,6 +57,13 @@ class ReleaseParameters(BaseModel):
         "for a policy that names a person key or a single identifier column and has no history "
         "section of its own (nightly deployments turn this on).",
     )
+    data_docs: bool = Field(
+        default=True,
+        title="Data Docs",
+        description="Write Great Expectations' Data Docs (HTML pages of both suites, about "
+        "9 MB on Adult) into the release folder; off: both suites still run and stop a failing "
+        "release, and expectations.json still records every expectation's result.",
+    )
     engine: Literal["auto", "memory", "partitioned"] = Field(
         default="auto",
         title="Engine",

@@ -300,6 +300,7 @@ def _verify(
             manifest,
             input_suite,
             release_dir=None if dry_run else staged.staging_dir,
+            data_docs=run.parameters.data_docs,
         )
         if not dry_run:  # into the staging folder: published atomically with the release
             written = report_task(

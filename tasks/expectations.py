@@ -126,13 +126,14 @@ def release_expectations_task(
     manifest: dict,
     input_summary: dict,
     release_dir: Path | None = None,
+    data_docs: bool = True,
 ) -> dict:
     """Run the release suite on the staged file; raise if it fails, else write Data Docs.
 
-    With ``release_dir`` (the staging folder), writes ``data_docs/input/``,
-    ``data_docs/release/`` and ``expectations.json`` into it, so they are published with the
-    release, atomically. Returns a small dict for the manifest: each suite's counts and the
-    Data Docs index pages, relative to the release folder.
+    With ``release_dir`` (the staging folder), writes ``expectations.json`` and, unless
+    ``data_docs`` is off, ``data_docs/input/`` and ``data_docs/release/`` into it, so they are
+    published with the release, atomically. Returns a small dict for the manifest: each suite's
+    counts and the Data Docs index pages (when written), relative to the release folder.
     """
     summary = validate_release_expectations(release_file, policy, hierarchies, manifest)
     _record(summary, policy)
@@ -153,13 +154,18 @@ def release_expectations_task(
     }
     if release_dir is not None:
         release_dir = Path(release_dir)
-        docs = write_data_docs(summaries, release_dir / DATA_DOCS_DIR)
+        # The HTML pages are about a quarter of a second of CPU and 9 MB per release; a run
+        # that nobody reads them from can leave them out (expectations.json has every result).
+        if data_docs:
+            docs = write_data_docs(summaries, release_dir / DATA_DOCS_DIR)
+            entry["data_docs"] = {
+                kind: Path(path).relative_to(release_dir).as_posix() for kind, path in docs.items()
+            }
+            get_run_logger().info(
+                "expectations: Data Docs written to %s", release_dir / DATA_DOCS_DIR
+            )
         (release_dir / REPORT_FILE).write_text(
             json.dumps(report(summaries), indent=2, default=str) + "\n", encoding="utf-8"
         )
-        entry["data_docs"] = {
-            kind: Path(path).relative_to(release_dir).as_posix() for kind, path in docs.items()
-        }
         entry["report"] = REPORT_FILE
-        get_run_logger().info("expectations: Data Docs written to %s", release_dir / DATA_DOCS_DIR)
     return entry

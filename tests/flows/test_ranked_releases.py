@@ -31,6 +31,9 @@ def _run(policy: str, tmp_path: Path, overrides: dict):
         ReleaseParameters(
             policy_path=str(REPO / "policies" / policy),
             release_date=RELEASE_DATE,
+            # This file checks the releases; their HTML Data Docs are checked where they are
+            # written (tests/tasks/test_expectation_tasks.py, test_release_flow.py, ...).
+            data_docs=False,
             overrides={"output.directory": str(tmp_path / "releases"), **overrides},
         )
     )
@@ -65,6 +68,14 @@ def test_rfka_release_keeps_important_attributes_and_is_k_anonymous(
     assert len(release) == len(original)  # RFKA suppresses attributes, never records
     assert manifest["gate"]["passed"]
     assert manifest["k_anonymity_covers"] == qis
+    # --no-data-docs: both suites ran on this release and their results are published,
+    # without the HTML pages
+    folder = Path(outcome["path"])
+    assert (
+        manifest["expectations"]["release"]["success"]
+        and "data_docs" not in manifest["expectations"]
+    )
+    assert (folder / "expectations.json").is_file() and not (folder / "data_docs").exists()
 
 
 def test_tiered_releases_state_their_coverage_and_hold_on_it(

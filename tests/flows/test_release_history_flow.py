@@ -35,6 +35,7 @@ def _run(tmp_path: Path, rows: pd.DataFrame, day: int, **overrides):
         ReleaseParameters(
             policy_path=str(HOSPITAL),
             release_date=date(2026, 11, day),
+            data_docs=False,  # the history is the point here, not the releases' HTML pages
             overrides={
                 "input.path": str(source),
                 "output.directory": str(tmp_path / "releases"),

@@ -39,7 +39,9 @@ def _input_flow(policy_path: str) -> dict:
 
 
 @flow(name="expectations-release-test")
-def _release_flow(policy_path: str, staging: str, tamper: bool = False) -> dict:
+def _release_flow(
+    policy_path: str, staging: str, tamper: bool = False, data_docs: bool = True
+) -> dict:
     policy = load_policy(policy_path)
     hierarchies = stages.load_hierarchies(policy)
     ingested = stages.ingest(policy)
@@ -55,7 +57,13 @@ def _release_flow(policy_path: str, staging: str, tamper: bool = False) -> dict:
         "transformation": table.result.levels or {},
     }
     return release_expectations_task(
-        release_file, policy, hierarchies, manifest, input_summary, release_dir=Path(staging)
+        release_file,
+        policy,
+        hierarchies,
+        manifest,
+        input_summary,
+        release_dir=Path(staging),
+        data_docs=data_docs,
     )
 
 
@@ -99,6 +107,27 @@ def test_release_task_writes_data_docs_and_report_next_to_the_release(make_case,
     report = json.loads((staging / entry["report"]).read_text())
     assert report["release"]["suite"] == "toy.release"
     assert report["release"]["failed"] == 0
+
+
+def test_release_task_without_data_docs_still_runs_both_suites_and_writes_the_report(
+    make_case, tmp_path
+):
+    """``data_docs=False`` (``privgate run --no-data-docs``) leaves out only the HTML pages."""
+    case = make_case()
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    entry = _release_flow(str(case.policy), str(staging), data_docs=False)
+    assert "data_docs" not in entry and not (staging / "data_docs").exists()
+    assert entry["input"]["success"] and entry["release"]["success"]
+    report = json.loads((staging / entry["report"]).read_text())
+    assert report["release"]["suite"] == "toy.release" and report["release"]["failed"] == 0
+    assert report["input"]["suite"] == "toy.input"
+    # the release suite still refuses a release inconsistent with its manifest
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    with pytest.raises(ReleaseContractError, match="rows, as the manifest records"):
+        _release_flow(str(case.policy), str(refused), tamper=True, data_docs=False)
+    assert not (refused / "expectations.json").exists()
 
 
 def test_release_task_refuses_a_release_inconsistent_with_its_manifest(make_case, tmp_path):
