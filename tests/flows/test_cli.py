@@ -296,6 +296,35 @@ def test_a_tiered_run_prints_every_tiers_gate_line_with_its_own_flags(
     assert lines[-1] == "release: /releases/adult-tiered/r-e5"
 
 
+def test_no_data_docs_reaches_the_flow_and_data_docs_stay_the_default(
+    shared_data, monkeypatch, capsys
+):
+    """`privgate run --no-data-docs` hands ``data_docs=False`` to the release flow; without the
+    flag the flow builds the Data Docs (what the flow then does with it is
+    tests/tasks/test_expectation_tasks.py's)."""
+    shared_data("arx/adult.csv")
+    from privgate.flows import release
+
+    seen = []
+
+    def recorded(parameters):
+        seen.append(parameters.data_docs)
+        measurements = {"rows": 100, "classes": 9, "min_class_size": 5, "suppressed": 0}
+        return {
+            "gate": {"measurements": measurements, "flags": []},
+            "path": "/releases/adult/r1",
+            "release_id": "r1",
+            "published": True,
+        }
+
+    monkeypatch.setattr(release, "release_flow", recorded)
+    policy = str(REPO / "policies" / "adult.yaml")
+    assert main(["run", policy, "--no-data-docs"]) == 0
+    assert main(["run", policy]) == 0
+    assert seen == [False, True]
+    assert capsys.readouterr().out.splitlines()[-1] == "release: /releases/adult/r1"
+
+
 def test_cli_children_use_a_throwaway_prefect_home_not_the_users():
     """The `privgate run` children above start Prefect's temporary server, whose database lives
     in PREFECT_HOME: tests/conftest.py points it at a temporary folder before Prefect is
