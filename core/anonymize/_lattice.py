@@ -166,6 +166,10 @@ class ClassTable:
 #: part of the command's peak, but about 34 (benchmarks/BENCHMARKS.md, issue 18). A budget of
 #: twice the frequency set's own table instead cost 0.5-0.8 CPU s of roll-ups at 10M rows.
 CACHE_BYTES_PER_CELL = 4
+#: ... but never fewer than this many: a small table's tables fit in it whatever their count,
+#: and local recoding, which searches many small subsets, took 15 % more CPU when its
+#: checkers kept two tables each.
+CACHE_MIN_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -198,7 +202,8 @@ class NodeChecker:
         How many evaluated class tables are kept as roll-up sources, at most.
     cache_bytes : int, optional
         How many bytes of them, at most (the oldest used leave first; two are always kept).
-        Default: :data:`CACHE_BYTES_PER_CELL` per cell of the searched columns.
+        Default: :data:`CACHE_BYTES_PER_CELL` per cell of the searched columns, at least
+        :data:`CACHE_MIN_BYTES`.
     remember : bool, default=True
         Keep every outcome (with its class table while cached) for :meth:`known`. A search
         that evaluates thousands of nodes of a wide table keeps its own verdicts instead: the
@@ -245,7 +250,7 @@ class NodeChecker:
         self._bottom = bottom
         if cache_bytes is None:
             cells = self.n_rows * (len(table.columns) + len(self._sensitive))
-            cache_bytes = CACHE_BYTES_PER_CELL * cells
+            cache_bytes = max(CACHE_BYTES_PER_CELL * cells, CACHE_MIN_BYTES)
         self._cache_bytes = cache_bytes
         self._cached_bytes = 0
         self._outcomes: dict[tuple[int, ...], NodeOutcome] = {}
@@ -368,17 +373,20 @@ class NodeChecker:
         while len(self._cache) > 2 and (
             len(self._cache) > self._cache_size or self._cached_bytes > self._cache_bytes
         ):
-            self._evict()
+            self._evict(forget=self._cached_bytes > self._cache_bytes)
         self._cache_index = None
         return table
 
-    def _evict(self) -> None:
-        """Let go of the least recently used cached table, also from its node's kept outcome
-        (which :meth:`evaluate` rebuilds with it when asked again)."""
+    def _evict(self, forget: bool) -> None:
+        """Let go of the least recently used cached table; with ``forget`` (the byte budget is
+        exceeded) also from its node's kept outcome, which :meth:`evaluate` rebuilds when
+        asked again. A table the count limit alone evicts stays with its outcome: a search
+        that asks again about nodes it evaluated (local recoding's many small searches) would
+        otherwise roll them up again (7,000 more roll-ups in test_local_recoding.py)."""
         node, table = self._cache.popitem(last=False)
         self._cached_bytes -= table.nbytes
         outcome = self._outcomes.get(node)
-        if outcome is not None and outcome.table is table:
+        if forget and outcome is not None and outcome.table is table:
             self._outcomes[node] = replace(outcome, table=None)
 
     # --- evaluation ---------------------------------------------------------------------

@@ -79,6 +79,12 @@ class LossMetric(ABC):
         """
 
 
+#: Suppressed classes up to which a node's loss is summed by BLAS dots: OpenBLAS computes a dot
+#: of at most 10,000 entries on one thread, and numpy's calls cost more than they save on the
+#: many small tables local recoding searches (issue 18).
+_ONE_THREAD_DOT = 10_000
+
+
 class DecomposableMetric(LossMetric):
     """A metric that sums a per-cell cost over records and quasi-identifiers.
 
@@ -120,14 +126,19 @@ class DecomposableMetric(LossMetric):
     def value(self, node, codes, sizes, suppressed) -> float:
         total = sum(float(self.totals_[j][lvl]) for j, lvl in enumerate(node))
         rows = np.flatnonzero(suppressed)
-        if len(rows):
+        if 0 < len(rows) <= _ONE_THREAD_DOT:
             weights = sizes[rows].astype(float)
             for j, lvl in enumerate(node):
-                # A product summed by numpy, not a BLAS dot: OpenBLAS splits a dot of 100K
-                # suppressed classes over its threads, which cost 2-8 ms of CPU per call
-                # against 0.2 on this 2-core machine (9 calls took 0.7-1.6 s of the 10M-row
-                # search), and its sum then depends on the thread count.
-                total += float(np.sum(weights * self.extras_[j][lvl][codes[j][rows]]))
+                total += float(weights @ self.extras_[j][lvl][codes[j][rows]])
+        elif len(rows):
+            # Summed by numpy in one call, not a BLAS dot per attribute: OpenBLAS splits a dot
+            # of more than 10,000 entries over its threads, which cost 2-8 ms of CPU per call
+            # against 0.2 on this 2-core machine (9 calls took 0.7-1.6 s of the 10M-row
+            # search) and made the sum depend on the thread count.
+            weights = sizes[rows].astype(float)
+            costs = np.stack([self.extras_[j][lvl][codes[j][rows]] for j, lvl in enumerate(node)])
+            for part in (costs * weights).sum(axis=1).tolist():
+                total += part
         return total / self.norm_
 
     def cell_totals(self, node: Sequence[int]) -> list[float]:

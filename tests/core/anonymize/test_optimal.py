@@ -626,6 +626,7 @@ def test_a_cache_of_two_class_tables_finds_every_adult_golden_node(
         for cell in sorted(ADULT_GOLDEN)
     }
     monkeypatch.setattr(_lattice, "CACHE_BYTES_PER_CELL", 0)
+    monkeypatch.setattr(_lattice, "CACHE_MIN_BYTES", 0)
     for k, limit in sorted(ADULT_GOLDEN):
         result = OptimalLattice([KAnonymity(k=k)], limit).search(adult.encoded.frequency_set())
         levels, n_suppressed, loss = ADULT_GOLDEN[k, limit]
