@@ -203,11 +203,13 @@ class NodeChecker:
     cache_bytes : int, optional
         How many bytes of them, at most (the oldest used leave first; two are always kept).
         Default: :data:`CACHE_BYTES_PER_CELL` per cell of the searched columns, at least
-        :data:`CACHE_MIN_BYTES`.
+        :data:`CACHE_MIN_BYTES`. It bounds the cache only: a table that ``cache_size`` evicts
+        while the cache is within these bytes stays with its node's kept outcome, outside the
+        budget (``remember``).
     remember : bool, default=True
-        Keep every outcome (with its class table while cached) for :meth:`known`. A search
-        that evaluates thousands of nodes of a wide table keeps its own verdicts instead: the
-        class tables would hold gigabytes.
+        Keep every outcome for :meth:`known`, with its class table until the byte budget
+        evicts it. A search that evaluates thousands of nodes of a wide table keeps its own
+        verdicts instead: the class tables would hold gigabytes.
     """
 
     def __init__(
