@@ -34,6 +34,13 @@ from privgate.validations.expectations import (
 
 #: Where, inside a release folder, the Data Docs sites and the JSON report are written.
 DATA_DOCS_DIR = "data_docs"
+
+#: The manifest's ``expectations.data_docs`` when the run left the pages out (otherwise it
+#: maps each suite to its index page).
+DATA_DOCS_LEFT_OUT = (
+    "not built: the run's data_docs parameter was off (privgate run --no-data-docs)"
+)
+
 REPORT_FILE = "expectations.json"
 
 
@@ -164,6 +171,8 @@ def release_expectations_task(
             get_run_logger().info(
                 "expectations: Data Docs written to %s", release_dir / DATA_DOCS_DIR
             )
+        else:  # said in the manifest: a reader must not take the missing pages for a fault
+            entry["data_docs"] = DATA_DOCS_LEFT_OUT
         (release_dir / REPORT_FILE).write_text(
             json.dumps(report(summaries), indent=2, default=str) + "\n", encoding="utf-8"
         )

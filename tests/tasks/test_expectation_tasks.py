@@ -12,7 +12,11 @@ from prefect import flow
 from privgate.core import stages
 from privgate.core.anonymize import SearchSetup
 from privgate.core.policy import load_policy
-from privgate.tasks.expectations import input_expectations_task, release_expectations_task
+from privgate.tasks.expectations import (
+    DATA_DOCS_LEFT_OUT,
+    input_expectations_task,
+    release_expectations_task,
+)
 from privgate.validations.expectations import InputContractError, ReleaseContractError
 from privgate.validations.schema import validate_input
 
@@ -117,7 +121,7 @@ def test_release_task_without_data_docs_still_runs_both_suites_and_writes_the_re
     staging = tmp_path / "staging"
     staging.mkdir()
     entry = _release_flow(str(case.policy), str(staging), data_docs=False)
-    assert "data_docs" not in entry and not (staging / "data_docs").exists()
+    assert entry["data_docs"] == DATA_DOCS_LEFT_OUT and not (staging / "data_docs").exists()
     assert entry["input"]["success"] and entry["release"]["success"]
     report = json.loads((staging / entry["report"]).read_text())
     assert report["release"]["suite"] == "toy.release" and report["release"]["failed"] == 0
