@@ -182,9 +182,11 @@ def served(server, tmp_path_factory):
         serving.stop()
 
 
-def create_run(api: str, deployment_id: str, json: dict, timeout: float = 10) -> httpx.Response:
+def create_run(api: str, deployment_id: str, json: dict, timeout: float = 90) -> httpx.Response:
     """What the UI's Run button sends. A busy server may answer 503 for a moment (its SQLite
-    database locked by the scheduler): the UI shows an error and the user clicks again."""
+    database locked by the scheduler): the UI shows an error and the user clicks again. A
+    request that times out is not sent again (it may have created the run), so it waits up to
+    ``timeout`` seconds for the answer: the server once left reads unanswered for a minute."""
     deadline = time.monotonic() + 60
     while True:
         response = http().post(

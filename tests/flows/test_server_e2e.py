@@ -145,7 +145,6 @@ def host_crash(request, server, served, tmp_path_factory):
                 api,
                 served.deployment["id"],
                 json={"parameters": {"parameters": parameters}},
-                timeout=10,
             )
             assert created.status_code == 201, created.text
             crash.runs[name] = created.json()["id"]
@@ -185,7 +184,7 @@ def test_quick_run_completes_and_publishes(server, served):
     api = server["api"]
     deployment_id = served.deployment["id"]
     # What the UI's "Quick run" button sends: a run of the deployment with its defaults.
-    created = create_run(api, deployment_id, json={}, timeout=10)
+    created = create_run(api, deployment_id, json={})
     assert created.status_code == 201, created.text
     run = wait_terminal(api, created.json()["id"])
     assert run["state"]["type"] == "COMPLETED", (
@@ -198,7 +197,7 @@ def test_quick_run_completes_and_publishes(server, served):
     assert (releases[0] / "release.csv").is_file() and (releases[0] / "manifest.json").is_file()
 
     # Pressed twice (same data, policy and day): the second run says who published the release.
-    again = create_run(api, deployment_id, json={}, timeout=10)
+    again = create_run(api, deployment_id, json={})
     second = wait_terminal(api, again.json()["id"])
     assert second["state"]["type"] == "COMPLETED", second["state"]
     assert f"already published by run {run['id']}: {releases[0]}" in second["state"]["message"]
@@ -228,7 +227,6 @@ def test_run_failing_the_utility_check_retried_after_the_fix_reuses_finished_sta
         api,
         deployment_id,
         json={"parameters": parameters},
-        timeout=10,
     )
     assert created.status_code == 201, created.text
     run_id = created.json()["id"]
@@ -282,7 +280,6 @@ def test_dp_run_failing_the_utility_check_is_retried_without_a_second_spend(
         api,
         served.deployment["id"],
         json={"parameters": {"parameters": {"policy_path": str(policy)}}},
-        timeout=10,
     )
     assert created.status_code == 201, created.text
     run_id = created.json()["id"]
