@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -334,7 +334,9 @@ def unread_by_tests() -> dict:
       there; the tests read logs on the console (``capsys``, ``caplog``), never from the API;
     * the event persister: every event (three or more per task run) was also written to the
       events tables; no test reads events. The task-run recorder still turns them into the
-      task runs the tests read back (``read_task_runs``: Cached, Failed, ...);
+      task runs the tests read back (``read_task_runs``: Cached, Failed, ...), for the tests
+      whose runs send them (:func:`task_run_records`; the others send none:
+      :func:`no_task_run_events`);
     * automations (reactive and proactive triggers and their actions): the tests create the
       crash automation and read it back through the API, and no test waits for one to fire
       here (the crash automation firing is ``test_server_e2e.py``'s own server).
@@ -413,9 +415,53 @@ def prefect_harness():
         ((folder, seeded),) = made
         if not seeded:  # the first start: keep its database for the next ones
             prefect_db.keep(folder / "prefect-test.db")
-        # After the start: a client setting, not passed to the server process.
+        # After the start: client settings, not passed to the server process.
         stack.enter_context(temporary_settings(no_heartbeats()))
+        stack.enter_context(no_task_run_events())
         yield
+
+
+@contextmanager
+def no_task_run_events() -> Iterator[None]:
+    """This process sends no events to the test server, unless a test asks for them
+    (:func:`task_run_records`).
+
+    A flow's task runs reach the server only as events (three or more per task run, sent by
+    Prefect's events worker), which the server's task-run recorder turns into task-run rows.
+    Only six tests read those rows back (:mod:`task_runs`: Cached, Failed, ...) and one scans
+    the server's database for private data; they request :func:`task_run_records`.
+    Everything else a test reads of a run goes through the API, not events: the flow run and
+    its states, artifacts, blocks, automations. Prefect's own switch for this is an events
+    client override (what its test fixtures use); with :class:`NullEventsClient` Prefect
+    builds no event at all. Measured on Adult release flow runs in one process at load 4-5:
+    the test server's CPU per run 0.48-0.59 -> 0.17-0.19 s, the run's own about 0.2 s less
+    (BENCHMARKS.md, "issue 15, flow21"). Runs in other processes (``privgate run`` and served
+    runs, the fault files' forked runs, Dask workers) keep sending theirs.
+    """
+    from prefect.events.clients import NullEventsClient
+    from prefect.events.worker import EventsWorker
+
+    EventsWorker.drain_all()
+    EventsWorker.set_client_override(NullEventsClient)
+    try:
+        yield
+    finally:
+        EventsWorker.set_client_override(None)
+
+
+@pytest.fixture
+def task_run_records(prefect_harness) -> Iterator[None]:
+    """The flow runs of this test send their events to the test server, so that it records
+    their task runs (:mod:`task_runs` reads them; without this fixture it refuses to)."""
+    from prefect.events.clients import NullEventsClient
+    from prefect.events.worker import EventsWorker
+
+    EventsWorker.set_client_override(None)
+    try:
+        yield
+    finally:
+        EventsWorker.drain_all()  # what this test's runs sent reaches the server now
+        EventsWorker.set_client_override(NullEventsClient)
 
 
 @pytest.fixture

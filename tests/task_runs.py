@@ -9,8 +9,10 @@ heartbeats to the test server any more (``conftest.no_heartbeats``).
 
 So the events this process still holds are sent first, then the server's record is read until
 it holds every task the caller names (those its assertions read) and every task run in it is
-final. Nothing is inferred: a read still incomplete after the deadline is returned as it is,
-and the caller's assertions say what is missing. A task the caller asserts never ran is not
+final (a test reading them requests the ``task_run_records`` fixture: the other tests' runs
+send no events to the test server, ``conftest.no_task_run_events``). Nothing is inferred: a
+read still incomplete after the deadline is returned as it is, and the caller's assertions say
+what is missing. A task the caller asserts never ran is not
 named: a run that never started it sent no event of it.
 """
 
@@ -36,8 +38,14 @@ def final_task_runs(flow_run_id: Any, expected: Iterable[str]) -> list:
     expected = set(expected)
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.events.clients import NullEventsClient
     from prefect.events.worker import EventsWorker
 
+    if EventsWorker.instance().client_type is NullEventsClient:
+        raise RuntimeError(
+            "this test's runs sent no events, so the server has no task runs of them: "
+            "request the task_run_records fixture (tests/conftest.py)"
+        )
     EventsWorker.drain_all()  # send what this process still holds (a new worker starts on use)
     deadline = time.monotonic() + DEADLINE
     with get_client(sync_client=True) as client:

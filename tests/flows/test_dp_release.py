@@ -286,7 +286,7 @@ def test_dp_dry_run_reserves_draws_and_creates_nothing(
 
 
 def test_a_blocked_dp_gate_fails_its_own_task_with_the_reason(
-    prefect_harness, shared_data, tmp_path, monkeypatch
+    task_run_records, shared_data, tmp_path, monkeypatch
 ):
     """The DPHeter release claims a draw the ledger's journal never recorded: the DP gate must
     block it, and the UI must show that on the gate's own task (Failed, reason as message),

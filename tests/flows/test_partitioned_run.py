@@ -239,7 +239,7 @@ _TO_THE_GATE = ("frequency-set", "validate-sample", "search", "generalize-write"
 
 
 def test_a_run_that_failed_at_the_gate_is_retried_from_its_cached_search_and_publishes_once(
-    scaled_csv, tmp_path, monkeypatch
+    task_run_records, scaled_csv, tmp_path, monkeypatch
 ):
     """The gate's read of the written parts fails (an I/O error): nothing is published and
     no staging folder is left. The retry takes the frequency set, the validation and the search

@@ -110,7 +110,7 @@ def _files(*roots: Path) -> list[Path]:
 
 
 def test_a_blocked_run_and_its_retry_leave_no_private_data_in_the_clear(
-    prefect_harness, tmp_path, _private_data_dir, monkeypatch
+    task_run_records, tmp_path, _private_data_dir, monkeypatch
 ):
     from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, PREFECT_LOCAL_STORAGE_PATH
 

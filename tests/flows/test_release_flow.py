@@ -81,7 +81,7 @@ def test_impossible_k_is_refused_and_publishes_nothing(prefect_harness, shared_d
 
 
 def test_gate_blocks_a_release_that_is_not_k_anonymous(
-    prefect_harness, shared_data, tmp_path, lying_algorithm
+    task_run_records, shared_data, tmp_path, lying_algorithm
 ):
     """Make the algorithm lie (publish the raw QIs); the gate must catch it on the file.
 
@@ -196,7 +196,7 @@ def _task_states(flow_run_id, *expected: str, full: bool = False) -> dict:
 
 
 def test_rerun_after_a_failure_reuses_the_stages_that_succeeded(
-    prefect_harness, shared_data, tmp_path, monkeypatch
+    task_run_records, shared_data, tmp_path, monkeypatch
 ):
     """The first run fails at publishing; the rerun takes ingest, validation and the search
     from their persisted results (state Cached) and only publishes."""

@@ -97,7 +97,7 @@ def test_scale_flow_on_an_existing_scheduler(
 
 
 def test_a_blocked_scale_release_fails_its_gate_task_the_run_and_the_cli(
-    prefect_harness, adult_policy_path, tmp_path, monkeypatch, capfd
+    task_run_records, adult_policy_path, tmp_path, monkeypatch, capfd
 ):
     """A gate stricter than the search (k = 10^6 at the gate only): verify-and-gate fails, the
     flow run is Failed, nothing is published nor left in staging, and the CLI exits 3. The
