@@ -667,6 +667,11 @@ class Algorithm(StrEnum):
     #: 50,000 nodes
     HEURISTIC = "heuristic"
     MONDRIAN = "mondrian"  #: multidimensional local recoding, no suppression
+    #: multidimensional local recoding like Mondrian, each cut chosen by the information loss it
+    #: saves (any dimension, any cut point), small regions clustered (k-member) when that loses
+    #: less; no suppression; the exact search's release instead when its lattice is small and
+    #: it loses less
+    GREEDY_PARTITION = "greedy_partition"
     DATAFLY = "datafly"
     MULTI_ATTRIBUTE_DATAFLY = "multi_attribute_datafly"
     #: RFKA: keep attributes in order of importance while the projection stays k-anonymous;
@@ -680,6 +685,15 @@ class Algorithm(StrEnum):
     LOCAL_RECODING = "local_recoding"
     #: The optimal node, then its suppressed records released with cells set to ``*``
     LOCAL_SUPPRESSION = "local_suppression"
+
+
+#: Algorithms that cut the table into regions (numeric quasi-identifiers become ranges).
+PARTITION_ALGORITHMS = frozenset({Algorithm.MONDRIAN, Algorithm.GREEDY_PARTITION})
+
+
+def _partitioner(name: Algorithm) -> str:
+    """How a refusal names a partitioning algorithm."""
+    return "Mondrian" if name is Algorithm.MONDRIAN else name.value
 
 
 #: Algorithms that consume the sensitivity ranking.
@@ -746,6 +760,8 @@ class AlgorithmSpec(_Strict):
     strict: bool | None = None
     #: heuristic only: node evaluations allowed after its greedy climbs (default 3000)
     max_evaluations: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
+    #: greedy_partition only: seconds the partitioning may take (default 600)
+    max_seconds: float | None = Field(default=None, gt=0, exclude_if=lambda value: value is None)
     # The options below are left out of the dump when unset, so that policies written before
     # they existed keep their fingerprints (and release ids).
     #: tiered only: which tiered releases E to publish (default: the last tier, which covers
@@ -770,6 +786,10 @@ class AlgorithmSpec(_Strict):
         if self.max_evaluations is not None and self.name is not Algorithm.HEURISTIC:
             raise ValueError(
                 f"'max_evaluations' applies to the heuristic algorithm only, not {self.name}"
+            )
+        if self.max_seconds is not None and self.name is not Algorithm.GREEDY_PARTITION:
+            raise ValueError(
+                f"'max_seconds' applies to the greedy_partition algorithm only, not {self.name}"
             )
         for key in ("release_tiers", "accept_narrower_coverage"):
             if getattr(self, key) is not None and self.name is not Algorithm.TIERED:
@@ -1165,14 +1185,15 @@ class ReleasePolicy(_Strict):
 
     def _check_missing_supported(self) -> None:
         """Refuse, by column, a nullable quasi-identifier the chosen algorithm cannot place."""
-        if self.algorithm.name is not Algorithm.MONDRIAN:
+        if self.algorithm.name not in PARTITION_ALGORITHMS:
             return
         for name in self.quasi_identifiers:
             spec = self.columns[name]
             if spec.type in NUMERIC_TYPES and spec.allows_missing:
                 raise ValueError(
-                    f"columns.{name}: Mondrian cuts numeric quasi-identifiers into ranges and "
-                    "cannot place a missing cell in one; remove 'nullable: true' (and the missing "
+                    f"columns.{name}: {_partitioner(self.algorithm.name)} cuts numeric "
+                    "quasi-identifiers into ranges and cannot place a missing cell in one; "
+                    "remove 'nullable: true' (and the missing "
                     "cells), or choose the optimal algorithm, whose hierarchies place a missing "
                     "cell as a value of its own"
                 )
@@ -1237,12 +1258,12 @@ class ReleasePolicy(_Strict):
         if (
             risk is not None
             and risk.population_uniques
-            and self.algorithm.name is (Algorithm.MONDRIAN)
+            and self.algorithm.name in PARTITION_ALGORITHMS
         ):
             raise ValueError(
-                "privacy.risk.population_uniques: Mondrian checks each partition, never the "
-                "whole table, so its release would be blocked by the gate; use algorithm "
-                "'optimal' or 'datafly'"
+                f"privacy.risk.population_uniques: {_partitioner(self.algorithm.name)} checks "
+                "each partition, never the whole table, so its release would be blocked by the "
+                "gate; use algorithm 'optimal' or 'datafly'"
             )
         if risk is None or not risk.suppress:
             return

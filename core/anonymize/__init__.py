@@ -12,6 +12,7 @@ builds the one a setup names.
 ``datafly``                   :class:`Datafly`: Sweeney's greedy full-domain generalization
 ``multi_attribute_datafly``   :class:`MultiAttributeDatafly`: Datafly, ties by skew
 ``mondrian``                  :class:`Mondrian`: multidimensional local recoding
+``greedy_partition``          :class:`GreedyPartition`: Mondrian's regions, loss-driven cuts
 ``rfka``                      :class:`RFKA`: feature selection in ranking order
 ``tiered``                    :class:`Tiered`: the optimal search once per ranking tier
 ``local_recoding``            :class:`LocalRecoding`: optimal searches repeated on the rest
@@ -64,6 +65,7 @@ __all__ = [
     "LocalRecoding",
     "LocalSuppression",
     "Generalization",
+    "GreedyPartition",
     "HeuristicLattice",
     "Mondrian",
     "NodeChecker",
@@ -99,6 +101,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from privgate.core.anonymize._greedy_partition import GreedyPartition
     from privgate.core.anonymize._hamdist import binarize, greedy_hamdist_select
     from privgate.core.anonymize._heuristic import HeuristicLattice
     from privgate.core.anonymize._local_recoding import LocalRecoding
@@ -121,6 +124,7 @@ ALGORITHMS: dict[Algorithm, str] = {
     Algorithm.DATAFLY: "privgate.core.anonymize._datafly:Datafly",
     Algorithm.MULTI_ATTRIBUTE_DATAFLY: "privgate.core.anonymize._datafly:MultiAttributeDatafly",
     Algorithm.MONDRIAN: "privgate.core.anonymize._mondrian:Mondrian",
+    Algorithm.GREEDY_PARTITION: "privgate.core.anonymize._greedy_partition:GreedyPartition",
     Algorithm.RFKA: "privgate.core.anonymize._rfka:RFKA",
     Algorithm.TIERED: "privgate.core.anonymize._tiered:Tiered",
     Algorithm.LOCAL_RECODING: "privgate.core.anonymize._local_recoding:LocalRecoding",
@@ -132,6 +136,7 @@ _LAZY = {
     "binarize": "privgate.core.anonymize._hamdist",
     "greedy_hamdist_select": "privgate.core.anonymize._hamdist",
     "Mondrian": "privgate.core.anonymize._mondrian",
+    "GreedyPartition": "privgate.core.anonymize._greedy_partition",
     "MondrianResult": "privgate.core.anonymize._mondrian",
     "RFKA": "privgate.core.anonymize._rfka",
     "FeatureSelection": "privgate.core.anonymize._rfka",

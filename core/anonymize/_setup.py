@@ -95,6 +95,8 @@ class SearchSetup:
         (issue #16); ``None``: every record is a different person.
     max_evaluations : int, default=3000
         The heuristic search's node evaluations after its greedy climbs.
+    max_seconds : float, default=600
+        The greedy partitioning's time budget.
     """
 
     algorithm: Algorithm
@@ -117,6 +119,7 @@ class SearchSetup:
     #: The release's file format (``csv`` or ``parquet``): how the gate reads values back.
     output_format: str = "csv"
     max_evaluations: int = 3000
+    max_seconds: float = 600.0
 
     @classmethod
     def from_policy(
@@ -162,6 +165,7 @@ class SearchSetup:
             history_key=policy.history_key,
             output_format=policy.output.format,
             max_evaluations=spec.max_evaluations or 3000,
+            max_seconds=spec.max_seconds or 600.0,
         )
 
     def search_metric(self) -> LossMetric:
