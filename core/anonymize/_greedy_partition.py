@@ -9,17 +9,32 @@ and model checks as Mondrian and changes only *which* cut a region gets:
 * every dimension is a candidate, not only the widest one;
 * a numeric quasi-identifier may be cut between any two of its distinct values that leaves at
   least ``min_class_size`` records on each side (strict: regions never overlap), not only at the
-  median; a categorical one is cut along its hierarchy as in Mondrian (one region per child
-  present);
+  median;
+* a categorical one is cut along its hierarchy as in Mondrian (one region per child present),
+  and also *partially*: when some children hold fewer than ``min_class_size`` records (which
+  forbids Mondrian's cut), the others are cut off and the small ones stay together under the
+  parent node (if they hold too few records, the smallest cut-off child stays with them);
 * among the candidates, the cut that lowers the region's loss the most (the records times the
   cost their label loses on the cut dimension) is tried first, then the next, until one is
   *allowable*: every resulting region satisfies every privacy model of the policy, checked by
   Mondrian's own check on the same model objects. A region with no allowable cut is final.
 
+**Small regions are clustered when that loses less.** Cuts along one dimension at a time
+cannot pair two records that are alike on every attribute but on opposite sides of an early
+cut, and on a wide table most of the loss is made in the last regions. A region of at most
+``cluster_below`` records is therefore split two ways: cut to the end as above, and grouped by
+greedy k-member clustering (Byun et al., DASFAA 2007: a seed far from the last one, then the
+record that adds least to the group's loss, until the group has ``min_class_size`` records;
+the last few join the group they cost least). Each group is labelled like a region (the lowest
+node its records share, the range of its values); the clustering is kept when every group
+satisfies every model (the same check) and its loss is lower.
+
 Regions wait in a queue ordered by the loss their best cut saves, so when the time budget
 (``max_seconds``) runs out the regions still waiting are released as they are: every region in
 the queue already satisfies every model (it was created by an allowable cut), so an interrupted
-search is coarser, never weaker. Nothing is suppressed.
+search is coarser, never weaker. Nothing is suppressed. Regions (or groups) whose labels are
+equal form one class of the release; every class is checked against every model before the
+result is returned (:func:`_check_classes`).
 
 **The exact search when the lattice is small.** When the full-domain lattice has fewer than
 ``exact_below`` nodes, the exact optimal search (:class:`OptimalLattice`, with the policy's
@@ -30,7 +45,8 @@ releases that each satisfy the models by their loss on the data is part of the k
 search (it is not a differentially private mechanism), and the gate re-checks the kept one.
 
 Complexity: each region costs one pass per dimension over its records (a sort for a numeric
-one) plus the model checks of the cuts tried; the tree has ``O(n / k)`` leaves.
+one) plus the model checks of the cuts tried; the tree has ``O(n / k)`` leaves. Clustering a
+region of ``m`` records costs ``O(m^2 d)`` (one scan of the free records per member added).
 """
 
 from __future__ import annotations
@@ -82,6 +98,8 @@ class GreedyPartition(Mondrian):
         lower loss is kept (0: never).
     suppression_limit : float, default=0
         The exact search's suppression limit (the partitioning suppresses nothing).
+    cluster_below : int, default=1000
+        Regions of at most this many records are also clustered (0: never).
 
     Notes
     -----
@@ -396,60 +414,41 @@ def _best_cut(space: _Space, costs, rows: np.ndarray, levels: tuple):
 
 
 class _Features:
-    """A region's records as ancestor codes per categorical dimension and values per numeric
-    one, for the cost of any group of them (its label is the lowest common node / the range)."""
+    """A region's records as ancestor codes per categorical dimension and scaled values per
+    numeric one, for the cost of a group of them: its label is the lowest node the group shares
+    (categorical) or its range (numeric), as the region labels are.
+
+    ``anc[r, c, l]`` is record ``r``'s node at level ``l`` of categorical dimension ``c``,
+    offset so that codes of different levels never compare equal, and ``cost[code]`` that
+    node's label cost; above the region's own level every record has the region's node.
+    """
 
     def __init__(self, space: _Space, costs, rows: np.ndarray, levels: tuple) -> None:
         cats = [(j, d) for j, d in enumerate(space.dims) if isinstance(d, _CategoricalDim)]
         nums = [d for d in space.dims if isinstance(d, _NumericDim)]
         top = max((levels[d.slot] for _, d in cats), default=0)
         m = len(rows)
-        # anc[r, c, l]: record r's node at level l of categorical dim c (above the region's
-        # level: the region's own node, which every record shares); flat cost index alongside.
         self.anc = np.zeros((m, len(cats), top + 1), dtype=np.int64)
-        offsets, flat = [], []
-        base = 0
-        self.cost = np.zeros(0)
+        flat, base = [], 0
         for c, (j, d) in enumerate(cats):
-            lv = levels[d.slot]
-            level_offsets = []
             for level in range(top + 1):
-                used = min(level, lv)
+                used = min(level, levels[d.slot])
                 self.anc[:, c, level] = d.level_maps[used][d.leaves[rows]] + base
-                level_offsets.append(base)
                 flat.append(costs[j][used])
                 base += len(costs[j][used])
-            offsets.append(level_offsets)
         self.cost = np.concatenate(flat) if flat else np.zeros(0)
-        self.values = (
-            np.stack(
-                [
-                    d.values[d.ranks[rows]].astype(float) / d.span if d.span > 0 else np.zeros(m)
-                    for d in nums
-                ],
-                axis=1,
-            )
-            if nums
-            else np.zeros((m, 0))
-        )
-        self.levels = top + 1
-
-    def group_cost(self, members: np.ndarray) -> float:
-        """Loss of one group: its size times the sum over dimensions of its label's cost."""
-        anc = self.anc[members]
-        same = (anc == anc[:1]).all(axis=0)  # (cats, levels): shared node at that level
-        first = np.argmax(same, axis=1)  # the lowest shared level (the top is always shared)
-        nodes = anc[0, np.arange(anc.shape[1]), first]
-        vals = self.values[members]
-        spread = (vals.max(axis=0) - vals.min(axis=0)).sum() if vals.size else 0.0
-        return len(members) * (float(self.cost[nodes].sum()) + float(spread))
+        scaled = [
+            d.values[d.ranks[rows]].astype(float) / d.span if d.span > 0 else np.zeros(m)
+            for d in nums
+        ]
+        self.values = np.stack(scaled, axis=1) if scaled else np.zeros((m, 0))
 
     def added_costs(self, cand: np.ndarray, node: np.ndarray, lo: np.ndarray, hi: np.ndarray):
-        """Per candidate record: the group's per-record cost with the record added, given
-        the group's node at every level (``node``, shape (cats, levels)) and numeric range."""
+        """Per candidate record, the per-record cost of the group with it added, given the
+        group's node at every level (``node``, shape (cats, levels); below the group's lowest
+        shared level a code that matches nothing) and its numeric range ``lo``-``hi``."""
         anc = self.anc[cand]  # (m', cats, levels)
-        match = anc == node[None]
-        first = np.argmax(match, axis=2)  # lowest level where the candidate joins the group
+        first = np.argmax(anc == node[None], axis=2)  # lowest level it shares with the group
         picked = np.take_along_axis(anc, first[..., None], 2)[..., 0]
         per_cat = self.cost[picked].sum(axis=1) if picked.size else np.zeros(len(cand))
         vals = self.values[cand]
