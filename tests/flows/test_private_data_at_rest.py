@@ -233,6 +233,7 @@ def test_storage_stays_bounded_over_nightly_runs(prefect_harness, tmp_path, monk
                 policy_path=str(policy),
                 release_date=date(2026, 12, night),
                 overrides={"utility.thresholds.max_loss": 1.0},
+                data_docs=False,  # the cache is checked here, not the HTML pages
             )
         )
         assert not [p for p in results_root().rglob("*") if p.is_file()]

@@ -74,7 +74,11 @@ def test_a_run_reads_no_storage_block_and_its_stages_hold_the_one_saved_here(
     monkeypatch.setattr(httpx.AsyncClient, "send", recording_async_send)
     case = make_case()
     outcome = release_flow(
-        ReleaseParameters(policy_path=str(case.policy), release_date=date(2026, 11, 22))
+        ReleaseParameters(
+            policy_path=str(case.policy),
+            release_date=date(2026, 11, 22),
+            data_docs=False,  # the storage block's requests are checked here
+        )
     )
     assert outcome["published"] and load_policy(case.policy).dataset == "toy"
     assert not [path for path in requests if "/block_documents/" in path], requests
