@@ -1,5 +1,6 @@
 """The release flow with an ``attacks`` section, on Adult: the attack evidence in the manifest
-and the report of a published release, and a weak release blocked by its attack limit."""
+and the report of a published release, and a weak release blocked by its attack limit. A DP
+release's attack evidence (owner-side only): ``test_dp_synthetic_release.py``."""
 
 from __future__ import annotations
 
@@ -86,53 +87,3 @@ def test_attack_evidence_is_published_and_a_weak_release_blocked(
     blocked = Path(state.message.rsplit("; report: ", 1)[1])
     assert 'id="attacks"' in blocked.read_text()
     assert len(list((tmp_path / "releases" / "adult").glob("2026-*"))) == 1  # the first only
-
-
-def test_a_dp_release_keeps_its_attack_evidence_owner_side(prefect_harness, shared_data, tmp_path):
-    """An MST release with ``attacks``: published without a number of the attacks in its
-    folder; the evidence is in the owner's data directory only (0600 in 0700 folders)."""
-    from privgate.core.attacks import owner_evidence_path
-    from privgate.flows.parameters import ReleaseParameters
-    from privgate.flows.release import release_flow
-
-    arx = shared_data("arx/adult_subset.csv").parent  # 3,016 Adult records: a quicker MST
-    dropped = ["marital-status", "education", "native-country", "workclass", "occupation"]
-    lines = [
-        "dataset: adult-mst-attacked",
-        f"input: {{path: {arx / 'adult_subset.csv'}, format: csv, delimiter: ';', header: true}}",
-        "columns:",
-        f"  sex: {{role: quasi_identifier, hierarchy: {{kind: arx, path: "
-        f"{arx / 'adult_hierarchy_sex.csv'}}}}}",
-        "  age: {role: insensitive, type: integer, minimum: 17, maximum: 90}",
-        f"  race: {{role: quasi_identifier, hierarchy: {{kind: arx, path: "
-        f"{arx / 'adult_hierarchy_race.csv'}}}}}",
-        *[f"  {name}: {{role: identifier}}" for name in dropped],
-        "  salary-class: {role: sensitive, categories: ['<=50K', '>50K']}",
-        "differential_privacy: {method: mst, epsilon: 1.0, delta: 1.0e-6,",
-        "  budget: {epsilon: 4.0, delta: 1.0e-5}}",
-        "attacks: {n_attacks: 100, seed: 2}",
-        f"output: {{directory: {tmp_path / 'releases'}, format: csv}}",
-    ]
-    policy = tmp_path / "adult-mst.yaml"
-    policy.write_text("\n".join(lines) + "\n")
-    outcome = release_flow(
-        ReleaseParameters(policy_path=str(policy), release_date=date(2026, 12, 1))
-    )
-    assert outcome["published"]
-    folder = Path(outcome["path"])
-    published = "".join(p.read_text(errors="ignore") for p in folder.rglob("*") if p.is_file())
-    for word in ('"risks"', '"n_success"', '"unique_records"', '"control_rows"', "Attacks on"):
-        assert word not in published  # (the policy's attacks settings are, without numbers)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    held = manifest["differential_privacy"]["held_out_for_attacks"]
-    assert (held["control_fraction"], held["seed"], held["unit"]) == (0.2, 2, "records")
-    assert "held out of this release with probability 0.2" in (folder / "report.html").read_text()
-    evidence_file = owner_evidence_path("adult-mst-attacked", outcome["release_id"])
-    assert evidence_file.stat().st_mode & 0o777 == 0o600
-    assert evidence_file.parent.stat().st_mode & 0o777 == 0o700
-    evidence = json.loads(evidence_file.read_text())
-    control = evidence["details"]["control"]
-    assert 0.17 * 3016 < control["control_rows"] < 0.23 * 3016
-    for measure in ("singling_out", "linkability", "inference", "unique_exact_match"):
-        low, high = evidence["risks"][measure]["ci"]
-        assert 0 <= low <= evidence["risks"][measure]["value"] <= high <= 1
