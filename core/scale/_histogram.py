@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from privgate.core.encoding import group_codes
+
+if TYPE_CHECKING:  # only a partition's frame needs pandas; the codes path runs without it
+    import pandas as pd
 
 __all__ = ["PartialHistogram", "histogram_from_codes", "merge_histograms", "partition_histogram"]
 
@@ -82,6 +85,8 @@ def _group_columns(
 
 def _column_codes(series: pd.Series, text: bool) -> tuple[np.ndarray, Sequence[object]]:
     """Codes (``-1`` = missing) and the distinct values they index, unsorted is fine."""
+    import pandas as pd
+
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy()
         categories = series.cat.categories
