@@ -2,9 +2,11 @@
 
 Why: a table of 10M rows read cell by cell into Python strings (:mod:`core.textcsv`) costs
 seconds per million rows and gigabytes of objects, although an Adult-like column holds a few
-dozen distinct texts. Here each column is a :class:`TextCodes`: one ``int32`` code per row into
-the column's sorted distinct texts. The engine (``privgate anonymize``) and the gate's
-re-reading of the written file both work on these codes; no Python object is made per cell.
+dozen distinct texts. Here each column is a :class:`TextCodes`: one code per row into the
+column's sorted distinct texts, in the narrowest signed integer type its texts allow
+(:func:`code_dtype`: one byte a cell for a column of fewer than 127 texts). The engine
+(``privgate anonymize``) and the gate's re-reading of the written file both work on these
+codes; no Python object is made per cell.
 
 The cells are exactly those :func:`core.textcsv.read_text_columns` reads (the reference
 reader): pyarrow splits the file with quoting *off*, and a file in which any value holds a
@@ -35,14 +37,18 @@ from privgate.core.arrow_numpy import arrow_of, numpy_of, text_array
 from privgate.core.encoding import factorize, hash_factorize
 from privgate.core.textcsv import read_text_columns, write_text_columns
 
-__all__ = ["TextCodes", "read_coded_csv", "release_freed_memory", "write_coded_csv"]
+__all__ = ["TextCodes", "code_dtype", "read_coded_csv", "release_freed_memory", "write_coded_csv"]
 
 #: Bytes pyarrow parses per block (a block is held as text while it is coded; one per core).
 #: 4 MiB: the read of 1M Adult rows peaked 0.07 GiB lower than with 16 MiB blocks, and its
-#: parse took no more CPU time (benchmarks/BENCHMARKS.md, issue 18).
-BLOCK_BYTES = 4 << 20
+#: parse took no more CPU time (benchmarks/BENCHMARKS.md, issue 18). 1 MiB: pyarrow's read of
+#: the same file peaked 30 MiB lower again (+90 MiB over the process before it, against +121
+#: with 4 MiB; 10M rows: 490 against 520 MiB), its CPU time the same within the load's noise.
+BLOCK_BYTES = 1 << 20
 #: Rows written per pyarrow batch (memory held as text at once when writing: two batches).
-WRITE_ROWS = 1 << 19
+#: 2**17: two batches of an Adult-like release are about 20 MiB of text; 2**19 held 80 MiB,
+#: the peak of the whole command at 1M rows (issue 18).
+WRITE_ROWS = 1 << 17
 #: A file is written from its distinct lines when it has at most this many of them, or at
 #: most one per :data:`LINES_PER_ROW_SHARE` rows; else cell by cell (each distinct line is
 #: made as a Python string: 1M of them took 1.5 CPU s, the cell-by-cell writer 2.8 s for 10M
@@ -51,14 +57,31 @@ MAX_DISTINCT_LINES = 1 << 16
 LINES_PER_ROW_SHARE = 16
 
 
+def code_dtype(n_values: int) -> np.dtype:
+    """The narrowest of ``int8``, ``int16``, ``int32``, ``int64`` for codes into ``n_values``
+    texts: it holds ``-1`` (a missing cell), every code, and ``n_values`` itself (``code + 1``,
+    and the place consumers give a missing cell when they list it last).
+
+    Why: a CSV column of 10M rows held as ``int32`` codes is 40 MB; an Adult-like column has
+    a few dozen distinct texts, whose codes fit one byte (issue 18: the command's peak memory).
+    """
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_values < np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
 @dataclass(frozen=True)
 class TextCodes:
     """One text column as codes into its sorted distinct texts.
 
     Attributes
     ----------
-    codes : ndarray of int32, shape (n_rows,)
-        ``values[codes[i]]`` is row ``i``'s text; ``-1`` is a missing cell.
+    codes : ndarray of a signed integer type, shape (n_rows,)
+        ``values[codes[i]]`` is row ``i``'s text; ``-1`` is a missing cell. The readers
+        (:func:`read_coded_csv`, :meth:`from_text`) give :func:`code_dtype`'s type, ``int8``
+        for fewer than 127 texts; arithmetic on codes must widen first (``int8`` 125 + 4
+        wraps).
     values : ndarray of object
         The distinct present texts, sorted as :func:`privgate.core.encoding.factorize` sorts
         them, so ``(codes, values)`` is what ``factorize`` returns for the text column.
@@ -74,7 +97,7 @@ class TextCodes:
     def from_text(cls, cells: object) -> TextCodes:
         """Codes of a column of ``str``/``None`` cells (the reference reader's form)."""
         codes, values = factorize(cells)
-        return cls(codes.astype(np.int32, copy=False), values)
+        return cls(codes.astype(code_dtype(len(values)), copy=False), values)
 
     def text(self, rows: np.ndarray | None = None) -> np.ndarray:
         """The cells (``str`` or ``None``) as an object array, of ``rows`` only if given."""
@@ -172,7 +195,9 @@ def _column_codes(chunks: list, n_rows: int) -> tuple[TextCodes, bool] | None:
     if any('"' in t or "\x00" in t or len(t) > limit for t in texts):
         return None  # quoting, NUL bytes, a cell over the csv module's limit: its call
     rank, values = _sorted_rank(texts)
-    codes = np.empty(n_rows, dtype=np.int32)
+    dtype = code_dtype(len(values))
+    rank = rank.astype(dtype)  # ranks in [-1, len(values)): they fit
+    codes = np.empty(n_rows, dtype=dtype)
     start = 0
     for lut, local in local_parts:
         stop = start + len(local)

@@ -62,8 +62,12 @@ def frequency_set_from_histogram(
         )
     q = len(qis)
     columns, parts, dictionaries = [], [], []
+    # int32 codes (a column's distinct values are far fewer than 2**31): the search reads each
+    # column as contiguous int32 (the class tables, the projection bounds), which a column of
+    # this column-major int32 matrix already is, so neither copies it (at 1M rows, 263k
+    # tuples x 8 QIs: 16 MiB less held through the search than int64, and 8 MiB of copies).
     for j, name in enumerate(qis):
-        codes = histogram.tuples[:, j].astype(np.int64)
+        codes = histogram.tuples[:, j].astype(np.int32)
         values = histogram.values[j]
         if (codes < 0).any():  # a missing cell is a value of its own, listed last
             codes = np.where(codes < 0, len(values), codes)
@@ -76,7 +80,7 @@ def frequency_set_from_histogram(
         dictionaries.append(values)
     sensitive_values = {}
     for i, name in enumerate(sensitive):
-        codes = histogram.tuples[:, q + i].astype(np.int64)
+        codes = histogram.tuples[:, q + i].astype(np.int32)
         values = histogram.values[q + i]
         if (codes < 0).any():  # a missing sensitive value is a value of its own, listed last
             codes = np.where(codes < 0, len(values), codes)
@@ -92,7 +96,7 @@ def frequency_set_from_histogram(
     # Column-major, each column contiguous: the search reads the tuples a column at a time
     # (projection bounds, the metric's frequencies, the class tables), and a column of a
     # row-major array of 1M tuples x 9 is a strided read (see benchmarks/BENCHMARKS.md).
-    matrix = np.vstack(parts).T if parts else np.empty((len(histogram.counts), 0), np.int64)
+    matrix = np.vstack(parts).T if parts else np.empty((len(histogram.counts), 0), np.int32)
     counts = histogram.counts
     if matrix.shape[1] and not _lex_sorted(matrix):
         order = np.lexsort(matrix.T[::-1])

@@ -74,7 +74,7 @@ def test_coded_reader_on_adult_with_markers(shared_data):
     text = read_text_columns(path, **options)
     assert list(coded) == list(text)
     for name, cells in text.items():
-        assert coded[name].codes.dtype == np.int32
+        assert coded[name].codes.dtype == np.int8  # every Adult column has < 127 texts
         assert coded[name].tolist() == cells.tolist()
         assert list(coded[name].values) == sorted(set(cells.tolist()) - {None})
 
@@ -304,3 +304,60 @@ def test_columnar_gate_measures_l_diversity_as_the_text_reader(tmp_path):
     reference = verify_table(read_release(path), ["age", "zip"], models)
     assert columnar.passed == reference.passed is True
     assert columnar.measurements == reference.measurements
+
+
+def test_code_dtype_holds_minus_one_every_code_and_the_count():
+    from privgate.core.columnar import code_dtype
+
+    for n_values, dtype in [
+        (0, np.int8),
+        (126, np.int8),
+        (127, np.int16),
+        (32_766, np.int16),
+        (32_767, np.int32),
+        (2**31 - 2, np.int32),
+        (2**31 - 1, np.int64),
+    ]:
+        assert code_dtype(n_values) == dtype, n_values
+        info = np.iinfo(code_dtype(n_values))
+        assert info.min <= -1 and n_values <= info.max
+
+
+@pytest.mark.parametrize(
+    ("distinct", "dtype"),
+    [(5, np.int8), (126, np.int8), (127, np.int16), (300, np.int16), (70_000, np.int32)],
+)
+def test_codes_take_the_narrowest_type_their_texts_allow(tmp_path, monkeypatch, distinct, dtype):
+    """A column of more than 126 (255) or 32,766 (65,535) distinct texts is read into int16
+    or int32 codes, never wrapped: the cells, and the bytes written back from the codes (by
+    lines and cell by cell), are the reference reader's and writer's, missing cells included.
+    The file is read in many blocks, so the blocks' dictionaries are merged into the wide one."""
+    import privgate.core.columnar as columnar
+
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 64 << 10)
+    rng = np.random.default_rng(distinct)
+    n = max(2 * distinct, 2_000)
+    texts = np.array([f"v{i:06d}" for i in range(distinct)], dtype=object)
+    wide = texts[np.concatenate([np.arange(distinct), rng.integers(0, distinct, n - distinct)])]
+    wide[distinct + rng.permutation(n - distinct)[:7]] = None  # code -1 in the narrow type
+    small = np.array(["a", "b", None], dtype=object)[rng.integers(0, 3, n)]
+    path = tmp_path / "wide.csv"
+    write_text_columns(path, {"wide": wide, "small": small})
+
+    coded = read_coded_csv(path)
+    text = read_text_columns(path)
+    assert coded["wide"].codes.dtype == dtype
+    assert coded["small"].codes.dtype == np.int8
+    for name in ("wide", "small"):
+        assert coded[name].tolist() == text[name].tolist()
+    assert len(coded["wide"].values) == distinct
+    assert int(coded["wide"].codes.max()) == distinct - 1
+    assert int((coded["wide"].codes < 0).sum()) == 7
+    rows = rng.permutation(n)[: n // 2]
+    write_text_columns(tmp_path / "reference.csv", {k: c[rows] for k, c in text.items()})
+    for by in ("lines", "cells"):
+        if by == "cells":
+            monkeypatch.setattr(columnar, "_write_lines", lambda *args: False)
+        write_coded_csv(tmp_path / f"{by}.csv", coded, rows)
+        assert (tmp_path / f"{by}.csv").read_bytes() == (tmp_path / "reference.csv").read_bytes()
+    assert TextCodes.from_text(text["wide"]).codes.dtype == dtype

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from adult_reference import ADULT_QI
@@ -295,3 +296,59 @@ def test_anonymize_runs_without_importing_pandas(shared_data, tmp_path):
     assert done.stdout.split()[-4:] == ["0", "False", "False", "False"], done.stdout
     assert "gate: PASSED" in done.stdout
     assert out.stat().st_size > 0
+
+
+@pytest.mark.slow  # Adult resampled to 70,000 rows, through both engines
+def test_columns_of_many_distinct_texts_are_released_as_the_row_engine_releases_them(
+    shared_data, tmp_path
+):
+    """The command holds each column's codes in the narrowest type its texts allow (int8 for
+    Adult's columns) and the distinct tuples in the widest of them: an insensitive column of
+    300 texts (int16) and one of a distinct text per row (70,000 > 65,535: int32) are released
+    as the row engine releases them, next to Adult's one-byte columns."""
+    from adult_reference import write_resampled_adult
+
+    from privgate.core.anonymize import (
+        SearchInput,
+        full_domain_setup,
+        make_algorithm,
+        release_columns,
+    )
+    from privgate.core.fastpath import anonymize_csv
+    from privgate.core.policy import load_policy
+    from privgate.core.textcsv import read_text_columns, write_text_columns
+
+    data = write_resampled_adult(
+        shared_data("arx/adult.csv"), tmp_path / "adult_70k.csv", rows=70_000, seed=5
+    )
+    cells = read_text_columns(data, delimiter=";")
+    n = len(cells["age"])
+    rng = np.random.default_rng(5)
+    cells["visit"] = np.array([f"visit-{i:03d}" for i in rng.integers(0, 300, n)], dtype=object)
+    cells["row"] = np.array([f"r{i:06d}" for i in rng.permutation(n)], dtype=object)
+    write_text_columns(data, cells, delimiter=";")
+    policy = load_policy(REPO / "policies" / "adult.yaml").with_overrides(
+        **{
+            "input.path": str(data),
+            "columns.visit": {"role": "insensitive"},
+            "columns.row": {"role": "insensitive"},
+        }
+    )
+    decision, summary = anonymize_csv(policy, tmp_path / "release.csv", shuffle_seed=3)
+    assert decision.passed
+
+    setup = full_domain_setup(policy, "test")
+    text = read_text_columns(data, ";", "utf-8", True, ["", "?"])
+    result = make_algorithm(setup).anonymize(SearchInput.prepare(text, setup))
+    assert summary["levels"] == result.levels
+    assert summary["suppressed"] == result.n_suppressed
+    expected = release_columns(text, result, setup.released_columns)
+    written = read_text_columns(tmp_path / "release.csv")
+    assert list(written) == list(expected)
+    assert len(set(written["row"].tolist())) == len(written["row"]) > 65_535
+    assert len(set(written["visit"].tolist())) > 255
+
+    def rows(columns):
+        return sorted(zip(*(c.tolist() for c in columns.values()), strict=True))
+
+    assert rows(written) == rows(expected)

@@ -116,3 +116,18 @@ def test_the_published_order_keeps_nothing_of_the_input_order(scaled_adult):
     assert abs(rho) < 5 / np.sqrt(m)  # about 0.02 at 60k rows: no trend of the input order
     first_half = rank[: m // 2]
     assert abs(float(np.mean(first_half < m // 2)) - 0.5) < 5 * 0.5 / np.sqrt(m // 2)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 1000, 300_001])
+def test_the_published_order_is_the_seeded_permutation_drawn_in_place(n):
+    """The rows' order is drawn by shuffling a copy of each row's tuple (4 bytes a row), not
+    by gathering through ``rng.permutation(n)`` (8 more): the same array for a seed, so a
+    seeded release is the same file as before."""
+    from privgate.core.scale._lines import _permuted_tuples
+
+    row_to_tuple = np.random.default_rng(n).integers(0, 5000, n).astype(np.int32)
+    for seed in (0, 7, 2**40 + 3):
+        expected = row_to_tuple[np.random.default_rng(seed).permutation(n)]
+        got = _permuted_tuples(row_to_tuple, seed)
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, expected)
