@@ -542,7 +542,7 @@ def _greedy8_lines(rows: list[dict], wide_rows: list[dict]) -> list[str]:
         "distinct values (the optimal search's own loss) scores all three. *partition* is the "
         "greedy partitioning's own release, *kept* the release `greedy_partition` returns "
         "(the lattice has 6,480 nodes, below `exact_below`: the exact optimum is made too and "
-        "the lower loss kept).",
+        "the lower loss kept; *greedy s* includes that exact search).",
         "",
         "| k | limit | optimal loss | partition loss | kept | kept loss | vs optimum "
         "| Mondrian loss | greedy s | Mondrian s |",
