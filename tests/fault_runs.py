@@ -77,6 +77,8 @@ class _KillAfterTask(logging.Handler):
 
 def _killed_run(boundary: str, api_url: str, parameters: dict) -> None:
     """Run the release flow in this (forked) process and die by SIGKILL at ``boundary``."""
+    from prefect.events.clients import NullEventsClient
+    from prefect.events.worker import EventsWorker
     from prefect.settings import PREFECT_API_URL, PREFECT_TASKS_REFRESH_CACHE, temporary_settings
 
     if boundary.startswith("publish"):
@@ -93,6 +95,9 @@ def _killed_run(boundary: str, api_url: str, parameters: dict) -> None:
         os.rename = dying_rename
     else:
         logging.getLogger("prefect").addHandler(_KillAfterTask(boundary))
+    # No test reads this run's task runs: like the test process's own runs
+    # (conftest.no_task_run_events), it sends the test server no events.
+    EventsWorker.set_client_override(NullEventsClient)
     settings = {PREFECT_API_URL: api_url, PREFECT_TASKS_REFRESH_CACHE: True}
     with temporary_settings(settings):
         release_flow(ReleaseParameters(**parameters))
