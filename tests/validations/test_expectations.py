@@ -331,6 +331,34 @@ def test_release_suite_for_local_recoding_accepts_any_level(tmp_path):
     )
 
 
+def test_release_suite_accepts_local_recoding_ranges_of_a_numeric_column_with_a_label_hierarchy(
+    adult, tmp_path
+):
+    """Adult's ``age`` is an integer column with ARX's label hierarchy: Mondrian labels a region
+    with its smallest and largest age (``"28-32"``), which no level of that hierarchy lists. The
+    suite accepts such ranges (it blocked every Mondrian release of ``policies/adult.yaml``)
+    and still refuses a cell that is neither a number, a range nor a label."""
+    policy = adult.policy.with_overrides(algorithm={"name": "mondrian"})
+    [table] = stages.anonymize(adult.frame, SearchSetup.from_policy(policy, adult.hierarchies))
+    assert table.frame["age"].str.fullmatch(r"\d+-\d+").any()  # ranges, not hierarchy labels
+    manifest = {
+        "release_id": "2026-11-26-test",
+        "input": {"rows": len(adult.frame)},
+        "output": {"rows": len(table.frame)},
+        "transformation": {},
+    }
+    path = tmp_path / "release.csv"
+    table.frame.to_csv(path, index=False)
+    summary = validate_release_expectations(path, policy, adult.hierarchies, manifest)
+    assert summary["success"], [e for e in summary["expectations"] if not e["success"]]
+    tampered = table.frame.copy()
+    tampered.loc[tampered.index[0], "age"] = "about 30"
+    tampered.to_csv(path, index=False)
+    summary = validate_release_expectations(path, policy, adult.hierarchies, manifest)
+    failed = checks(summary, success=False)
+    assert [e["column"] for e in failed["generalized_domain"]] == ["age"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Data Docs, offline
 # ---------------------------------------------------------------------------------------------

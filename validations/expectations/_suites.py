@@ -247,8 +247,15 @@ def _masking_regex(hierarchy: MaskingHierarchy, level: int | None) -> str:
     return rf"^(?:{plain}{{0,{hierarchy.length}}}{mask}{{0,{hierarchy.length}}}|\*)$"
 
 
-def _domain_expectation(name: str, hierarchy: Hierarchy, level: int | None) -> Any:
-    """The expectation that column ``name`` stays inside its generalized domain."""
+def _domain_expectation(
+    name: str, hierarchy: Hierarchy, level: int | None, numeric: bool = False
+) -> Any:
+    """The expectation that column ``name`` stays inside its generalized domain.
+
+    ``numeric``: the column is declared numeric. Local recoding (``level`` None: Mondrian,
+    greedy partition) then labels a region with the smallest and largest value it holds
+    (``"28-32"``), whatever the column's hierarchy, so such ranges are in its domain too.
+    """
     where = (
         f"level {level} of {hierarchy.height}"
         if level is not None
@@ -265,6 +272,18 @@ def _domain_expectation(name: str, hierarchy: Hierarchy, level: int | None) -> A
             value_set=[SUPPRESSION_MARKER],
         )
     labels = _labels(hierarchy, level)
+    if labels is not None and level is None and numeric:
+        alternatives = "|".join(re.escape(label) for label in labels)
+        pattern = rf"^(?:{_NUMBER}(?:-{_NUMBER})?|{alternatives}|\*)$"
+        return tagged_expectation(
+            "ExpectColumnValuesToMatchRegex",
+            "generalized_domain",
+            f"column {name!r} inside its generalized domain ({where}: {len(labels)} labels "
+            "or a range of values)",
+            notes,
+            column=name,
+            regex=pattern,
+        )
     if labels is not None:
         if level is None:
             labels = sorted(set(labels) | {SUPPRESSION_MARKER})
@@ -385,7 +404,8 @@ def build_release_suite(
     for name in qis:
         hierarchy = hierarchies[name]
         level = levels.get(name)
-        domain = _domain_expectation(name, hierarchy, level)
+        numeric = policy.columns[name].is_numeric
+        domain = _domain_expectation(name, hierarchy, level, numeric)
         if domain is not None:
             expectations.append(domain)
         if level is not None and level < hierarchy.height:
