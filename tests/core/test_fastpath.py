@@ -262,8 +262,8 @@ def test_the_verified_file_is_on_disk_before_its_name_says_release(
 
 
 #: Runs `privgate anonymize` in a fresh interpreter and prints which heavy modules it loaded.
-#: ``HASH_ROWS = 1`` makes the gate group even this small release by hashing (the path of a
-#: release of more than a million rows), so both of its grouping paths are covered.
+#: ``HASH_ROWS = 1`` keeps the gate's hash grouping (pyarrow's, the path of every release of
+#: more than 2**14 rows) in the run whatever that threshold becomes.
 _IMPORT_PROBE = """
 import sys
 import privgate.core.gate as gate
