@@ -428,7 +428,7 @@ def no_task_run_events() -> Iterator[None]:
 
     A flow's task runs reach the server only as events (three or more per task run, sent by
     Prefect's events worker), which the server's task-run recorder turns into task-run rows.
-    Only six tests read those rows back (:mod:`task_runs`: Cached, Failed, ...) and one scans
+    Only five tests read those rows back (:mod:`task_runs`: Cached, Failed, ...) and one scans
     the server's database for private data; they request :func:`task_run_records`.
     Everything else a test reads of a run goes through the API, not events: the flow run and
     its states, artifacts, blocks, automations. Prefect's own switch for this is an events

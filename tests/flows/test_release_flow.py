@@ -51,7 +51,9 @@ def _leftovers(tmp_path: Path) -> list[Path]:
 def test_adult_release_is_k_anonymous_per_pycanon(prefect_harness, shared_data, tmp_path, k):
     adult = shared_data("arx/adult.csv")
     before = _sha256(adult)
-    outcome = _run(tmp_path, k=k)
+    # k=5 keeps the default, Data Docs built (this file's in-process check of that path); the
+    # other two check the release only.
+    outcome = _run(tmp_path, k=k) if k == 5 else _run(tmp_path, k=k, data_docs=False)
 
     folder = Path(outcome["path"])
     assert outcome["published"] and folder.parent.name == "adult"
