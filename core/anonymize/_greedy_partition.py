@@ -34,7 +34,9 @@ Regions wait in a queue ordered by the loss their best cut saves, so when the ti
 the queue already satisfies every model (it was created by an allowable cut), so an interrupted
 search is coarser, never weaker. Nothing is suppressed. Regions (or groups) whose labels are
 equal form one class of the release; every class is checked against every model before the
-result is returned (:func:`_check_classes`).
+result is returned (:func:`_check_classes`), and so is every model's whole-table condition
+(average risk, the share of records at risk, delta-presence), which no region's check sees: a
+partition failing one is refused, or replaced by the exact search's release when it runs.
 
 **The exact search when the lattice is small.** When the full-domain lattice has fewer than
 ``exact_below`` nodes, the exact optimal search (:class:`OptimalLattice`, with the policy's
@@ -144,8 +146,15 @@ class GreedyPartition(Mondrian):
         """Partition the prepared table; below ``exact_below`` lattice nodes, keep the exact
         full-domain optimum's release instead when its loss is lower (module notes)."""
         numeric = {q for q in data.covered if q in data.setup.numeric}
-        result, _ = self._partition(data.rows, data.encoded, data.covered, numeric)
         nodes = math.prod(int(h) + 1 for h in data.encoded.heights)
+        try:
+            result, _ = self._partition(data.rows, data.encoded, data.covered, numeric)
+        except _TableConditionFails as refused:
+            if nodes >= self.exact_below:
+                raise
+            exact = OptimalLattice(self.models, self.suppression_limit).anonymize(data)
+            details = {**exact.details, "kept": "exact", "why": f"the partition: {refused}"}
+            return replace(exact, algorithm=self.name, details=details)
         if nodes >= self.exact_below:
             result.details["kept"] = "partition"
             return result
@@ -261,13 +270,19 @@ class GreedyPartition(Mondrian):
         return result, sizes
 
 
+class _TableConditionFails(AnonymizationError):
+    """The partition's release fails a model's whole-table condition (:func:`_check_classes`)."""
+
+
 def _check_classes(space: _Space, result: AnonymizationResult, n_rows: int) -> None:
     """Check every class of the release (records with equal labels) against the models.
 
     Each region satisfies them by construction; regions (or clusters) with equal labels form
     one class, the union of their records, which k-anonymity, distinct and entropy
     l-diversity and t-closeness always keep satisfied; this check makes it hold for every
-    model, and refuses rather than release a class that would not.
+    model, and refuses rather than release a class that would not. A model's whole-table
+    condition (:meth:`PrivacyModel.table_satisfied`: average risk, risk share, delta-presence)
+    is checked here too, as no region's check can see it.
     """
     keys = pd.DataFrame({name: labels for name, labels in result.labels.items()})
     ids = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
@@ -278,6 +293,17 @@ def _check_classes(space: _Space, result: AnonymizationResult, n_rows: int) -> N
         raise AnonymizationError(
             f"{', '.join(map(str, failing))}: a class joining regions with equal labels fails; "
             "nothing is released (use algorithm 'mondrian' or 'optimal')"
+        )
+    # A whole-table condition (average risk, the share of records at risk, delta-presence) is
+    # not a property of any one region, so no cut checks it: the release is refused here,
+    # where it is known, rather than by the gate after the rest of the run.
+    failing = [m for m in space.models if not m.table_satisfied(stats)]
+    if failing:
+        detail = "; ".join(f"{m} (reaches {m.achieved(stats):g})" for m in failing)
+        raise _TableConditionFails(
+            f"{detail}: a whole-table condition the partitioning cannot aim for (it checks "
+            "each region and class) fails on its release; nothing is released (use algorithm "
+            "'optimal' or 'datafly', whose searches check it)"
         )
 
 

@@ -33,7 +33,7 @@ from privgate.core.gate import read_release, verify_table
 from privgate.core.hierarchy import ARXHierarchy, taxonomy_hierarchy
 from privgate.core.metrics import table_loss
 from privgate.core.policy import Algorithm
-from privgate.core.privacy import DistinctLDiversity, KAnonymity, TCloseness
+from privgate.core.privacy import AverageRisk, DistinctLDiversity, KAnonymity, TCloseness
 from privgate.core.progress import PROGRESS_LOGGER
 from privgate.core.wide_data import (
     WIDE_TARGET,
@@ -352,3 +352,38 @@ def test_random_tables_are_k_anonymous_l_diverse_and_faithful(case) -> None:
     if l_value is not None:
         assert text.groupby(qis)[SENSITIVE].nunique().min() >= l_value
     _assert_faithful(frame, release, {q: h for q, h in hierarchies.items() if q != "age"})
+
+
+# --------------------------------------------------------------------------------------------
+# Whole-table conditions (average risk): no region's check sees them
+
+
+def _risky_table() -> tuple[pd.DataFrame, dict]:
+    rng = np.random.default_rng(3)
+    n = 200
+    frame = pd.DataFrame(
+        {
+            "c1": rng.choice(["a1", "a2", "b1", "b2", "b3"], n),
+            "c2": rng.choice(["a1", "a2", "b1", "b2", "b3"], n),
+            SENSITIVE: rng.choice(["x", "y"], n),
+        }
+    )
+    return frame, {q: taxonomy_hierarchy(q, _TREE) for q in ("c1", "c2")}
+
+
+def test_a_partition_failing_the_average_risk_is_refused_not_returned() -> None:
+    frame, hierarchies = _risky_table()
+    models = [KAnonymity(k=2), AverageRisk(limit=0.1)]
+    with pytest.raises(AnonymizationError, match="average prosecutor risk <= 0.1 .*whole-table"):
+        GreedyPartition(models, exact_below=0).anonymize_table(frame, hierarchies)
+
+
+def test_below_exact_below_the_exact_search_meets_the_average_risk(tmp_path: Path) -> None:
+    frame, hierarchies = _risky_table()
+    models = [KAnonymity(k=2), AverageRisk(limit=0.1)]
+    setup = _setup(hierarchies, models)
+    result, _, text = _written(frame, setup, tmp_path)
+    assert result.algorithm == "greedy_partition" and result.details["kept"] == "exact"
+    assert "whole-table condition" in result.details["why"]
+    decision = verify_table(text, ["c1", "c2"], models, **setup.gate_limits(len(frame)))
+    assert decision.passed, decision.reasons
