@@ -63,7 +63,15 @@ import numpy as np
 import pandas as pd
 
 from privgate.core.anonymize._contract import SearchInput
-from privgate.core.anonymize._mondrian import Mondrian, _CategoricalDim, _NumericDim, _Space
+from privgate.core.anonymize._mondrian import (
+    Mondrian,
+    _CategoricalDim,
+    _check_table_conditions,
+    _class_stats,
+    _NumericDim,
+    _Space,
+    _TableConditionFails,
+)
 from privgate.core.anonymize._optimal import OptimalLattice
 from privgate.core.anonymize._result import AnonymizationResult
 from privgate.core.anonymize._setup import SearchSetup
@@ -270,10 +278,6 @@ class GreedyPartition(Mondrian):
         return result, sizes
 
 
-class _TableConditionFails(AnonymizationError):
-    """The partition's release fails a model's whole-table condition (:func:`_check_classes`)."""
-
-
 def _check_classes(space: _Space, result: AnonymizationResult, n_rows: int) -> None:
     """Check every class of the release (records with equal labels) against the models.
 
@@ -284,27 +288,14 @@ def _check_classes(space: _Space, result: AnonymizationResult, n_rows: int) -> N
     condition (:meth:`PrivacyModel.table_satisfied`: average risk, risk share, delta-presence)
     is checked here too, as no region's check can see it.
     """
-    keys = pd.DataFrame({name: labels for name, labels in result.labels.items()})
-    ids = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
-    n_classes = int(ids.max()) + 1
-    stats = space.stats(np.arange(n_rows), ids.astype(np.int64), n_classes)
+    stats = _class_stats(space, result, n_rows)
     failing = [m for m in space.models if not bool(m.satisfied_by(stats).all())]
     if failing:
         raise AnonymizationError(
             f"{', '.join(map(str, failing))}: a class joining regions with equal labels fails; "
             "nothing is released (use algorithm 'mondrian' or 'optimal')"
         )
-    # A whole-table condition (average risk, the share of records at risk, delta-presence) is
-    # not a property of any one region, so no cut checks it: the release is refused here,
-    # where it is known, rather than by the gate after the rest of the run.
-    failing = [m for m in space.models if not m.table_satisfied(stats)]
-    if failing:
-        detail = "; ".join(f"{m} (reaches {m.achieved(stats):g})" for m in failing)
-        raise _TableConditionFails(
-            f"{detail}: a whole-table condition the partitioning cannot aim for (it checks "
-            "each region and class) fails on its release; nothing is released (use algorithm "
-            "'optimal' or 'datafly', whose searches check it)"
-        )
+    _check_table_conditions(space.models, stats)
 
 
 def _release_loss(data: SearchInput, result: AnonymizationResult, numeric: set[str]) -> float:

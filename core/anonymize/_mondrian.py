@@ -461,7 +461,9 @@ class Mondrian(AnonymizationAlgorithm):
                 final.append((region_rows, levels))
             else:
                 stack.extend(reversed(children))
-        return self._result(n_rows, space, final, tuple(qis))
+        result, sizes = self._result(n_rows, space, final, tuple(qis))
+        _check_table_conditions(self.models, _class_stats(space, result, n_rows))
+        return result, sizes
 
     def _result(
         self,
@@ -497,3 +499,38 @@ class Mondrian(AnonymizationAlgorithm):
             details={"partitions": len(final), "strict": self.strict, "classes": len(sizes)},
         )
         return result, sizes
+
+
+# ------------------------------------------------------------------------------------------------
+# Whole-table conditions
+
+
+class _TableConditionFails(AnonymizationError):
+    """A partition's release fails a model's whole-table condition."""
+
+
+def _class_stats(space: _Space, result: AnonymizationResult, n_rows: int) -> ClassStats:
+    """Class statistics of a partition's release: records with equal labels form one class
+    (regions of a relaxed partition, or clusters, may share their labels)."""
+    keys = pd.DataFrame({name: labels for name, labels in result.labels.items()})
+    ids = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+    return space.stats(np.arange(n_rows), ids.astype(np.int64), int(ids.max()) + 1)
+
+
+def _check_table_conditions(models: Sequence[PrivacyModel], stats: ClassStats) -> None:
+    """Refuse a release failing a model's whole-table condition
+    (:meth:`PrivacyModel.table_satisfied`: average risk, the share of records at risk).
+
+    Why here: such a condition is not a property of any one region, so no cut's check sees it;
+    the release is refused where it is known, rather than by the gate after the rest of the
+    run (the policy accepts these limits with a partitioning algorithm, which meets them when
+    its classes are large enough).
+    """
+    failing = [m for m in models if not m.table_satisfied(stats)]
+    if failing:
+        detail = "; ".join(f"{m} (reaches {m.achieved(stats):g})" for m in failing)
+        raise _TableConditionFails(
+            f"{detail}: a whole-table condition the partitioning cannot aim for (it checks "
+            "each region and class) fails on its release; nothing is released (use algorithm "
+            "'optimal' or 'datafly', whose searches check it)"
+        )

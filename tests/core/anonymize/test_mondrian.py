@@ -21,7 +21,7 @@ from privgate.core.exceptions import AnonymizationError, HierarchyError
 from privgate.core.gate import verify_table
 from privgate.core.hierarchy import ARXHierarchy, Hierarchy, taxonomy_hierarchy
 from privgate.core.metrics._table_loss import table_loss
-from privgate.core.privacy import DistinctLDiversity, KAnonymity, TCloseness
+from privgate.core.privacy import AverageRisk, DistinctLDiversity, KAnonymity, TCloseness
 
 #: pycanon groups by a one-element list, which pandas 3 warns about on every call.
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")
@@ -345,3 +345,17 @@ def test_a_million_rows_without_recursion() -> None:
     assert result.class_sizes.sum() == n
     assert result.class_sizes.min() >= 200
     assert result.partitions > 1000
+
+
+def test_a_release_failing_the_average_risk_is_refused_and_one_meeting_it_kept() -> None:
+    """The average risk (classes / records) is a whole-table condition no region's check sees:
+    a partition missing it is refused by the search, not returned for the gate to block."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"age": rng.integers(18, 90, 200), "v": rng.choice(list("abcd"), 200)})
+    hierarchies = {"age": None, "v": taxonomy_hierarchy("v", {"any": list("abcd")})}
+    failing = [KAnonymity(k=2), AverageRisk(limit=0.1)]
+    with pytest.raises(AnonymizationError, match=r"average prosecutor risk <= 0.1 \(reaches"):
+        Mondrian(failing).anonymize_table(frame, hierarchies)
+    met = [KAnonymity(k=10), AverageRisk(limit=0.1)]  # classes of >= 10: risk <= 0.1
+    result = Mondrian(met).anonymize_table(frame, hierarchies)
+    assert result.class_sizes.min() >= 10 and len(result.class_sizes) / len(frame) <= 0.1
