@@ -35,7 +35,7 @@ the queue already satisfies every model (it was created by an allowable cut), so
 search is coarser, never weaker. Nothing is suppressed. Regions (or groups) whose labels are
 equal form one class of the release; every class is checked against every model before the
 result is returned (:func:`_check_classes`), and so is every model's whole-table condition
-(average risk, the share of records at risk, delta-presence), which no region's check sees: a
+(average risk, the share of records at risk), which no region's check sees: a
 partition failing one is refused, or replaced by the exact search's release when it runs.
 
 **The exact search when the lattice is small.** When the full-domain lattice has fewer than
@@ -285,7 +285,7 @@ def _check_classes(space: _Space, result: AnonymizationResult, n_rows: int) -> N
     one class, the union of their records, which k-anonymity, distinct and entropy
     l-diversity and t-closeness always keep satisfied; this check makes it hold for every
     model, and refuses rather than release a class that would not. A model's whole-table
-    condition (:meth:`PrivacyModel.table_satisfied`: average risk, risk share, delta-presence)
+    condition (:meth:`PrivacyModel.table_satisfied`: average risk, risk share)
     is checked here too, as no region's check can see it.
     """
     stats = _class_stats(space, result, n_rows)
