@@ -462,7 +462,8 @@ class Mondrian(AnonymizationAlgorithm):
             else:
                 stack.extend(reversed(children))
         result, sizes = self._result(n_rows, space, final, tuple(qis))
-        _check_table_conditions(self.models, _class_stats(space, result, n_rows))
+        if _has_table_conditions(self.models):
+            _check_table_conditions(self.models, _class_stats(space, result, n_rows))
         return result, sizes
 
     def _result(
@@ -515,6 +516,11 @@ def _class_stats(space: _Space, result: AnonymizationResult, n_rows: int) -> Cla
     keys = pd.DataFrame({name: labels for name, labels in result.labels.items()})
     ids = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
     return space.stats(np.arange(n_rows), ids.astype(np.int64), int(ids.max()) + 1)
+
+
+def _has_table_conditions(models: Sequence[PrivacyModel]) -> bool:
+    """Whether a model has a whole-table condition (else the class grouping is not needed)."""
+    return any(type(m).table_satisfied is not PrivacyModel.table_satisfied for m in models)
 
 
 def _check_table_conditions(models: Sequence[PrivacyModel], stats: ClassStats) -> None:
