@@ -161,7 +161,12 @@ class GreedyPartition(Mondrian):
             if nodes >= self.exact_below:
                 raise
             exact = OptimalLattice(self.models, self.suppression_limit).anonymize(data)
-            details = {**exact.details, "kept": "exact", "why": f"the partition: {refused}"}
+            why = (
+                f"the partition's release fails {refused.failed}, a whole-table condition no "
+                "region's check sees; the exact full-domain optimum, whose search checks it, "
+                "is kept"
+            )
+            details = {**exact.details, "kept": "exact", "why": why}
             return replace(exact, algorithm=self.name, details=details)
         if nodes >= self.exact_below:
             result.details["kept"] = "partition"

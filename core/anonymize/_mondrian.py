@@ -507,7 +507,12 @@ class Mondrian(AnonymizationAlgorithm):
 
 
 class _TableConditionFails(AnonymizationError):
-    """A partition's release fails a model's whole-table condition."""
+    """A partition's release fails a model's whole-table condition; ``failed`` names each
+    model with the level the release reached."""
+
+    def __init__(self, message: str, failed: str = "") -> None:
+        super().__init__(message)  # ``failed`` optional: an unpickled copy is made from args
+        self.failed = failed or message
 
 
 def _class_stats(space: _Space, result: AnonymizationResult, n_rows: int) -> ClassStats:
@@ -538,5 +543,6 @@ def _check_table_conditions(models: Sequence[PrivacyModel], stats: ClassStats) -
         raise _TableConditionFails(
             f"{detail}: a whole-table condition the partitioning cannot aim for (it checks "
             "each region and class) fails on its release; nothing is released (use algorithm "
-            "'optimal' or 'datafly', whose searches check it)"
+            "'optimal' or 'datafly', whose searches check it)",
+            detail,
         )

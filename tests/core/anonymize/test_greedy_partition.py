@@ -384,6 +384,7 @@ def test_below_exact_below_the_exact_search_meets_the_average_risk(tmp_path: Pat
     setup = _setup(hierarchies, models)
     result, _, text = _written(frame, setup, tmp_path)
     assert result.algorithm == "greedy_partition" and result.details["kept"] == "exact"
+    assert "fails average prosecutor risk <= 0.1 (reaches" in result.details["why"]
     assert "whole-table condition" in result.details["why"]
     decision = verify_table(text, ["c1", "c2"], models, **setup.gate_limits(len(frame)))
     assert decision.passed, decision.reasons
