@@ -12,9 +12,9 @@ first use (:func:`__getattr__`): the engine's ``privgate anonymize`` imports
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
+from privgate.core.lazy_names import lazy_names
 from privgate.core.risk._attackers import (
     AttackerRisk,
     journalist_risk,
@@ -65,15 +65,7 @@ _PANDAS_BOUND = {
     ),
     "privgate.core.risk._policy": ("analyse_policy", "latest_release", "read_release_frame"),
 }
-_MODULE_OF = {name: module for module, names in _PANDAS_BOUND.items() for name in names}
-
-
-def __getattr__(name: str) -> object:
-    if name in _MODULE_OF:
-        value = getattr(import_module(_MODULE_OF[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _PANDAS_BOUND)
 
 
 __all__ = [

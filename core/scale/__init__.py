@@ -18,9 +18,9 @@ starts without importing either.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
+from privgate.core.lazy_names import lazy_names
 from privgate.core.scale._apply import (
     GeneralizationPlan,
     generalize_codes,
@@ -92,15 +92,7 @@ _LAZY = {
         "verify_parquet_release",
     ),
 }
-_MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
-
-
-def __getattr__(name: str) -> object:
-    if name in _MODULE_OF:
-        value = getattr(import_module(_MODULE_OF[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = [
