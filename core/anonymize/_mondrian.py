@@ -137,13 +137,17 @@ class _Space:
     models: list[PrivacyModel]
     min_size: int
     strict: bool
+    n_rows: int  # the table's records: every region is a cell of this sample
 
     def stats(self, rows: np.ndarray, ids: np.ndarray, n_parts: int) -> ClassStats:
         """Class statistics of the candidate regions ``ids`` (one id per row of ``rows``).
 
         Built directly rather than with :meth:`ClassStats.from_labels`, which would take the
         sensitive distribution of the region being cut as ``overall``: t-closeness compares
-        each class with the *whole table*, whatever region it came from.
+        each class with the *whole table*, whatever region it came from. For the same reason
+        the sampled units are the table's records (``sampled_units``): estimated k-map's
+        ``k'`` grows with the sampling fraction, and a region's own records gave it a smaller
+        fraction and ``k'`` than the gate reads (classes of 2 where the table asks 10).
         """
         sizes = np.bincount(ids, minlength=n_parts).astype(np.int64)
         histograms = {}
@@ -151,7 +155,9 @@ class _Space:
             m = len(self.sensitive_values[name])
             flat = np.bincount(ids * m + codes[rows], minlength=n_parts * m)
             histograms[name] = flat.reshape(n_parts, m).astype(np.int64)
-        return ClassStats(sizes, histograms, self.overall, self.sensitive_values)
+        return ClassStats(
+            sizes, histograms, self.overall, self.sensitive_values, sampled_units=self.n_rows
+        )
 
     def allowable(self, rows: np.ndarray, ids: np.ndarray, n_parts: int) -> bool:
         """Whether every candidate region satisfies every model."""
@@ -306,6 +312,7 @@ class Mondrian(AnonymizationAlgorithm):
             self.models,
             min_size,
             self.strict,
+            len(rows[qis[0]]),
         )
         return space, tuple(top_levels)
 

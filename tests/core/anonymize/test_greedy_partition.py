@@ -33,7 +33,13 @@ from privgate.core.gate import read_release, verify_table
 from privgate.core.hierarchy import ARXHierarchy, taxonomy_hierarchy
 from privgate.core.metrics import table_loss
 from privgate.core.policy import Algorithm
-from privgate.core.privacy import AverageRisk, DistinctLDiversity, KAnonymity, TCloseness
+from privgate.core.privacy import (
+    AverageRisk,
+    DistinctLDiversity,
+    EstimatedKMap,
+    KAnonymity,
+    TCloseness,
+)
 from privgate.core.progress import PROGRESS_LOGGER
 from privgate.core.wide_data import (
     WIDE_TARGET,
@@ -373,4 +379,19 @@ def test_below_exact_below_the_exact_search_meets_the_average_risk(tmp_path: Pat
     assert "fails average prosecutor risk <= 0.1 (reaches" in result.details["why"]
     assert "whole-table condition" in result.details["why"]
     decision = verify_table(text, ["c1", "c2"], models, **setup.gate_limits(len(frame)))
+    assert decision.passed, decision.reasons
+
+
+def test_estimated_k_map_checks_each_region_at_the_tables_sampling_fraction() -> None:
+    """As for Mondrian: a region is checked with the table's sampling fraction (``k' = 10``
+    here), not its own (a quarter of the table: ``k' = 8``), so the partition is released,
+    not refused by the class check that sees the whole table."""
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"age": rng.integers(17, 91, 600), "x": rng.integers(0, 1000, 600)})
+    model = EstimatedKMap(k=10, population_size=1200)
+    result = GreedyPartition([model], exact_below=0).anonymize_table(
+        frame, {"age": None, "x": None}
+    )
+    assert result.class_sizes.min() >= 10 and result.partitions > 1
+    decision = verify_table(result.release, ["age", "x"], [model], input_rows=len(frame))
     assert decision.passed, decision.reasons

@@ -21,7 +21,13 @@ from privgate.core.exceptions import AnonymizationError, HierarchyError
 from privgate.core.gate import verify_table
 from privgate.core.hierarchy import ARXHierarchy, Hierarchy, taxonomy_hierarchy
 from privgate.core.metrics._table_loss import table_loss
-from privgate.core.privacy import AverageRisk, DistinctLDiversity, KAnonymity, TCloseness
+from privgate.core.privacy import (
+    AverageRisk,
+    DistinctLDiversity,
+    EstimatedKMap,
+    KAnonymity,
+    TCloseness,
+)
 
 #: pycanon groups by a one-element list, which pandas 3 warns about on every call.
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")
@@ -339,3 +345,19 @@ def test_a_release_failing_the_average_risk_is_refused_and_one_meeting_it_kept()
     met = [KAnonymity(k=10), AverageRisk(limit=0.1)]  # classes of >= 10: risk <= 0.1
     result = Mondrian(met).anonymize_table(frame, hierarchies)
     assert result.class_sizes.min() >= 10 and len(result.class_sizes) / len(frame) <= 0.1
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_estimated_k_map_checks_each_region_at_the_tables_sampling_fraction(strict: bool) -> None:
+    """Estimated k-map's class size ``k'`` grows with the sampling fraction, which is the
+    *table's* records over the population (as the gate reads it), not a region's: a region's
+    own records gave half the table a fraction of 0.25 and ``k' = 8`` where the table's 0.5
+    asks 10, so Mondrian released classes of 2 that the gate blocked."""
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"age": rng.integers(17, 91, 600), "x": rng.integers(0, 1000, 600)})
+    model = EstimatedKMap(k=10, population_size=1200)
+    assert model.required_size(600) == 10 and model.required_size(300) < 10
+    result = Mondrian([model], strict=strict).anonymize_table(frame, {"age": None, "x": None})
+    assert result.class_sizes.min() >= 10 and result.partitions > 1
+    decision = verify_table(result.release, ["age", "x"], [model], input_rows=len(frame))
+    assert decision.passed, decision.reasons
