@@ -16,6 +16,7 @@ from privgate.core.hierarchy import (
     Hierarchy,
     IntervalHierarchy,
     MaskingHierarchy,
+    value_key,
 )
 from privgate.core.policy import ColumnType, ReleasePolicy
 from privgate.validations.expectations._gx import gx_api, tagged_expectation
@@ -247,14 +248,33 @@ def _masking_regex(hierarchy: MaskingHierarchy, level: int | None) -> str:
     return rf"^(?:{plain}{{0,{hierarchy.length}}}{mask}{{0,{hierarchy.length}}}|\*)$"
 
 
+#: A label hierarchy's domain of at most this many numbers is spelled out as the ends a local
+#: recoding range may have; a larger one is checked with the number pattern.
+_RANGE_ENDS = 2_000
+
+
+def _range_ends(hierarchy: Hierarchy, column_type: ColumnType) -> list[str]:
+    """The texts a local recoding range of a numeric column with a label hierarchy may start
+    or end with: its domain's numbers written as the algorithms write them (``value_key``:
+    ``39``, not ``39.0``). Why: each end is the smallest or largest value of a region, a value
+    of the input, which the input suite keeps inside the domain; a number outside it (a range
+    ``200-300`` of ages 17-90) is no generalization of any record. Empty (any number) for a
+    domain larger than :data:`_RANGE_ENDS`."""
+    domain = _numeric_domain(list(getattr(hierarchy, "domain", [])), column_type)
+    if not domain or len(domain) > _RANGE_ENDS:
+        return []
+    return sorted({value_key(v) for v in domain}, key=lambda t: (-len(t), t))
+
+
 def _domain_expectation(
-    name: str, hierarchy: Hierarchy, level: int | None, numeric: bool = False
+    name: str, hierarchy: Hierarchy, level: int | None, numeric: ColumnType | None = None
 ) -> Any:
     """The expectation that column ``name`` stays inside its generalized domain.
 
-    ``numeric``: the column is declared numeric. Local recoding (``level`` None: Mondrian,
-    greedy partition) then labels a region with the smallest and largest value it holds
-    (``"28-32"``), whatever the column's hierarchy, so such ranges are in its domain too.
+    ``numeric``: the column's numeric type (``None``: not numeric). Local recoding (``level``
+    None: Mondrian, greedy partition) then labels a region with the smallest and largest
+    value it holds (``"28-32"``), whatever the column's hierarchy, so such ranges are in its
+    domain too when both ends are values of the hierarchy's domain (:func:`_range_ends`).
     """
     where = (
         f"level {level} of {hierarchy.height}"
@@ -272,14 +292,17 @@ def _domain_expectation(
             value_set=[SUPPRESSION_MARKER],
         )
     labels = _labels(hierarchy, level)
-    if labels is not None and level is None and numeric:
+    if labels is not None and level is None and numeric is not None:
         alternatives = "|".join(re.escape(label) for label in labels)
-        pattern = rf"^(?:{_NUMBER}(?:-{_NUMBER})?|{alternatives}|\*)$"
+        ends = _range_ends(hierarchy, numeric)
+        end = f"(?:{'|'.join(map(re.escape, ends))})" if ends else _NUMBER
+        pattern = rf"^(?:{end}(?:-{end})?|{alternatives}|\*)$"
+        which = "whose ends are values of its domain" if ends else "of values"
         return tagged_expectation(
             "ExpectColumnValuesToMatchRegex",
             "generalized_domain",
             f"column {name!r} inside its generalized domain ({where}: {len(labels)} labels "
-            "or a range of values)",
+            f"or a range {which})",
             notes,
             column=name,
             regex=pattern,
@@ -404,7 +427,8 @@ def build_release_suite(
     for name in qis:
         hierarchy = hierarchies[name]
         level = levels.get(name)
-        numeric = policy.columns[name].is_numeric
+        spec = policy.columns[name]
+        numeric = spec.type if spec.is_numeric else None
         domain = _domain_expectation(name, hierarchy, level, numeric)
         if domain is not None:
             expectations.append(domain)
