@@ -362,32 +362,55 @@ def browser():
             chromium.close()
 
 
+#: Milliseconds a UI step waits for the page or an element. Playwright's default (30 s) failed a
+#: clean clone's CI run: the first load of the UI (a few MB of JavaScript parsed by a Chromium
+#: sharing two busy cores with the other xdist worker and the served flow runs) passed 30 s.
+UI_TIMEOUT_MS = 90_000
+
+
 @contextmanager
 def new_page(browser):
-    """A page of a fresh browser context (no cookies or storage from an earlier step)."""
+    """A page of a fresh browser context (no cookies or storage from an earlier step), whose
+    waits allow :data:`UI_TIMEOUT_MS`."""
     ARTIFACTS.mkdir(exist_ok=True)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(UI_TIMEOUT_MS)
     try:
         yield context.new_page()
     finally:
         context.close()
 
 
+def open_ui(page, url: str) -> None:
+    """Open a page of the UI as a user does, and once more if it did not load in time.
+
+    It waits for the document and its scripts (``domcontentloaded``), not for every image and
+    font (``load``): what a step reads next is rendered by those scripts, and each step waits
+    for the element it needs. A second try covers a request the busy server dropped."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.goto(url, wait_until="domcontentloaded")
+    except PlaywrightTimeout:
+        page.screenshot(path=str(ARTIFACTS / "ui-open-timed-out.png"))
+        page.goto(url, wait_until="domcontentloaded")
+
+
 def screenshot_failed_run(browser, port: int, run_id: str, name: str) -> None:
     """The failed run's page in Chromium, on its task-runs tab (kept in test-artifacts/)."""
     with new_page(browser) as page:
-        page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
-        page.get_by_text("Failed").first.wait_for(timeout=30_000)
+        open_ui(page, f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
+        page.get_by_text("Failed").first.wait_for()
         page.get_by_text("Task Runs", exact=True).first.click()
-        page.get_by_text("utility-gate").first.wait_for(timeout=30_000)
+        page.get_by_text("utility-gate").first.wait_for()
         page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
 def retry_from_the_ui(browser, port: int, run_id: str) -> None:
     """Click Retry on the Crashed run's page, as an operator would (screenshots kept)."""
     with new_page(browser) as page:
-        page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
-        page.get_by_text("Crashed").first.wait_for(timeout=30_000)
+        open_ui(page, f"http://127.0.0.1:{port}/runs/flow-run/{run_id}")
+        page.get_by_text("Crashed").first.wait_for()
         page.screenshot(path=str(ARTIFACTS / "ui-crashed-run.png"), full_page=True)
         page.get_by_role("button", name="Retry", exact=True).click()
         page.get_by_role("dialog").get_by_role("button", name="Retry", exact=True).click()

@@ -37,6 +37,7 @@ from e2e_server import (
     REPO,
     create_run,
     new_page,
+    open_ui,
     read_api,
     retry_from_the_cli,
     retry_from_the_ui,
@@ -308,7 +309,7 @@ def test_custom_run_from_the_ui_form_completes(server, served, browser):
     flow run reach Completed with that parameter."""
     api, port = server["api"], server["port"]
     with new_page(browser) as page:
-        page.goto(f"http://127.0.0.1:{port}/deployments")
+        open_ui(page, f"http://127.0.0.1:{port}/deployments")
         page.get_by_role("link", name="adult-nightly").click()
         page.wait_for_url("**/deployments/deployment/**")
         run_button = page.get_by_role("button", name="Run", exact=True)
@@ -346,8 +347,8 @@ def test_custom_run_from_the_ui_form_completes(server, served, browser):
         # (its renderer took about 8 of the browser's 27 s of CPU, and its API calls the server's).
         page.goto("about:blank")
         run = wait_terminal(api, created["id"])
-        page.goto(f"http://127.0.0.1:{port}/runs/flow-run/{run['id']}")
-        page.get_by_text("Completed").first.wait_for(timeout=30_000)
+        open_ui(page, f"http://127.0.0.1:{port}/runs/flow-run/{run['id']}")
+        page.get_by_text("Completed").first.wait_for()
         page.screenshot(path=str(ARTIFACTS / "ui-custom-run-completed.png"), full_page=True)
     assert run["state"]["type"] == "COMPLETED", run["state"]
     assert run["parameters"]["parameters"]["k"] == 8
