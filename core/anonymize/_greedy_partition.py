@@ -66,8 +66,7 @@ from privgate.core.anonymize._contract import SearchInput
 from privgate.core.anonymize._mondrian import (
     Mondrian,
     _CategoricalDim,
-    _check_table_conditions,
-    _class_stats,
+    _check_classes,
     _NumericDim,
     _Space,
     _TableConditionFails,
@@ -76,7 +75,6 @@ from privgate.core.anonymize._optimal import OptimalLattice
 from privgate.core.anonymize._result import AnonymizationResult
 from privgate.core.anonymize._setup import SearchSetup
 from privgate.core.encoding import EncodedTable
-from privgate.core.exceptions import AnonymizationError
 from privgate.core.metrics import table_loss
 from privgate.core.privacy import PrivacyModel
 from privgate.core.progress import Progress
@@ -270,7 +268,7 @@ class GreedyPartition(Mondrian):
         )
         exhausted, cuts = state["exhausted"], state["cuts"]
         result, sizes = self._result(n_rows, space, final, tuple(qis))
-        _check_classes(space, result, n_rows)
+        _check_classes(space, result, n_rows, "use algorithm 'mondrian' or 'optimal'")
         result.details.update(
             {
                 "cuts": cuts,
@@ -281,26 +279,6 @@ class GreedyPartition(Mondrian):
             }
         )
         return result, sizes
-
-
-def _check_classes(space: _Space, result: AnonymizationResult, n_rows: int) -> None:
-    """Check every class of the release (records with equal labels) against the models.
-
-    Each region satisfies them by construction; regions (or clusters) with equal labels form
-    one class, the union of their records, which k-anonymity, distinct and entropy
-    l-diversity and t-closeness always keep satisfied; this check makes it hold for every
-    model, and refuses rather than release a class that would not. A model's whole-table
-    condition (:meth:`PrivacyModel.table_satisfied`: average risk, risk share)
-    is checked here too, as no region's check can see it.
-    """
-    stats = _class_stats(space, result, n_rows)
-    failing = [m for m in space.models if not bool(m.satisfied_by(stats).all())]
-    if failing:
-        raise AnonymizationError(
-            f"{', '.join(map(str, failing))}: a class joining regions with equal labels fails; "
-            "nothing is released (use algorithm 'mondrian' or 'optimal')"
-        )
-    _check_table_conditions(space.models, stats)
 
 
 def _release_loss(data: SearchInput, result: AnonymizationResult, numeric: set[str]) -> float:
