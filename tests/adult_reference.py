@@ -55,3 +55,27 @@ def write_resampled_adult(
         fh.write(";".join(header) + "\n")
         fh.writelines(";".join(row) + "\n" for row in out)
     return path
+
+
+def arx_t_closeness_spec(policy_document: dict) -> dict:
+    """ARX's t-closeness test case as a policy document, from the Adult policy's
+    (``ReleasePolicy.model_dump(mode="json", exclude_none=True)``): hierarchical 0.2-closeness
+    on occupation, k = 5, 5 % suppression, every other Adult column a quasi-identifier (salary
+    with ARX's hierarchy), non-uniform entropy. ARX's node suppresses 1,384 records."""
+    spec = dict(policy_document)
+    columns = {name: dict(column) for name, column in spec["columns"].items()}
+    folder = Path(columns["occupation"]["hierarchy"]["path"]).parent
+    columns["occupation"]["role"] = "sensitive"
+    columns["salary-class"] = {
+        "role": "quasi_identifier",
+        "hierarchy": {"kind": "arx", "path": str(folder / "adult_hierarchy_salary-class.csv")},
+    }
+    spec["columns"] = columns
+    spec["privacy"] = {
+        **spec["privacy"],
+        "k": 5,
+        "suppression_limit": 0.05,
+        "t_closeness": [{"column": "occupation", "t": 0.2, "distance": "hierarchical"}],
+    }
+    spec["algorithm"] = {**spec["algorithm"], "metric": "entropy"}
+    return spec

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 import file_order
 import prefect_db
 import pytest
-from adult_reference import ADULT_POLICY
+from adult_reference import ADULT_POLICY, arx_t_closeness_spec
 from bad_input_corpus import GOOD_ROWS, POLICY_YAML, Case, csv_text
 from threadpoolctl import threadpool_limits
 
@@ -280,6 +280,26 @@ def adult_mondrian_run(adult_run, adult) -> dict:
         **{"algorithm": {"name": "mondrian"}, "privacy.l_diversity": [], "privacy.t_closeness": []}
     )
     return _report_inputs(adult, policy)
+
+
+@pytest.fixture(scope="session")
+def arx_t_closeness(adult_policy, tmp_path_factory) -> tuple:
+    """ARX's t-closeness case (:func:`adult_reference.arx_t_closeness_spec`) released through
+    :func:`privgate.anonymize` (the stages the flow runs: the schema, the search, then the gate
+    with the input's distribution as the reference): ``(policy, ingested frame, Release)``.
+
+    A whole-Adult search under hierarchical t-closeness that prunes nothing (5-6 CPU s), made
+    once per test run (:func:`_once_per_run`): the t-closeness tests read the release and its
+    gate, the Dask tests compare their own release with it."""
+    import privgate
+    from privgate.core import stages
+
+    spec = arx_t_closeness_spec(adult_policy.model_dump(mode="json", exclude_none=True))
+    policy = type(adult_policy).model_validate(spec)
+    frame = stages.ingest(policy).frame
+    key = f"arx-t-closeness-{policy.fingerprint()}"
+    release = _once_per_run(tmp_path_factory, key, lambda: privgate.anonymize(frame, policy))
+    return policy, frame, release
 
 
 #: A test requesting one of these fixtures is ``slow``: the session's Prefect test server

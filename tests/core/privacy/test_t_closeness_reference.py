@@ -8,11 +8,10 @@ records, which differ from the input's exactly when records are suppressed.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
+from adult_reference import arx_t_closeness_spec
 
 from privgate.core.gate import class_stats_of, sensitive_reference, verify_table, with_reference
 from privgate.core.hierarchy import ARXHierarchy
@@ -54,36 +53,13 @@ def test_reference_of_a_value_holding_a_carriage_return_is_the_released_value(tm
     assert reference == {"s": dict(released)} == {"s": {"cr\rx": 2, "y": 2, None: 1}}
 
 
-def _arx_case_spec(adult_policy) -> dict:
-    """ARX's test case as a policy document: hierarchical 0.2-closeness on occupation, k = 5,
-    5 % suppression, all other Adult columns quasi-identifiers, non-uniform entropy."""
-    spec = adult_policy.model_dump(mode="json", exclude_none=True)
-    folder = Path(spec["columns"]["occupation"]["hierarchy"]["path"]).parent
-    spec["columns"]["occupation"]["role"] = "sensitive"
-    spec["columns"]["salary-class"] = {
-        "role": "quasi_identifier",
-        "hierarchy": {"kind": "arx", "path": str(folder / "adult_hierarchy_salary-class.csv")},
-    }
-    spec["privacy"].update(
-        k=5,
-        suppression_limit=0.05,
-        t_closeness=[{"column": "occupation", "t": 0.2, "distance": "hierarchical"}],
-    )
-    spec["algorithm"]["metric"] = "entropy"
-    return spec
-
-
 @pytest.fixture(scope="module")
-def arx_release(adult_policy):
-    """The ARX case through :func:`privgate.anonymize` (the stages the flow runs: the search,
-    then the gate with the input's distribution as the reference), searched once for the two
-    tests that read it (a whole-Adult search under hierarchical t-closeness: 6-8 CPU s)."""
-    import privgate
-    from privgate.core import stages
-
-    policy = type(adult_policy).model_validate(_arx_case_spec(adult_policy))
-    frame = stages.ingest(policy).frame
-    return frame, privgate.anonymize(frame, policy)
+def arx_release(arx_t_closeness):
+    """The ARX case through :func:`privgate.anonymize`: the session's release
+    (``arx_t_closeness`` in ``tests/conftest.py``, searched once per test run for the tests
+    that read it here and in ``tests/core/scale/test_scale_dask_cluster.py``)."""
+    _, frame, release = arx_t_closeness
+    return frame, release
 
 
 @pytest.mark.slow  # a whole-Adult search under hierarchical t-closeness: 10 s under load
@@ -139,7 +115,8 @@ def test_arx_case_publishes_through_privgate_anonymize(adult_policy, tmp_path, c
     from privgate.flows.cli import main
 
     policy = tmp_path / "arx-t.yaml"
-    policy.write_text(json.dumps(_arx_case_spec(adult_policy)))  # JSON is YAML
+    spec = arx_t_closeness_spec(adult_policy.model_dump(mode="json", exclude_none=True))
+    policy.write_text(json.dumps(spec))  # JSON is YAML
     out = tmp_path / "arx.csv"
     assert main(["anonymize", str(policy), "--output", str(out)]) == 0
     text = capsys.readouterr().out

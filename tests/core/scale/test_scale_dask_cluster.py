@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
@@ -128,50 +126,33 @@ def test_blocked_release_is_not_published(client, adult_policy, tmp_path, monkey
     assert list(tmp_path.iterdir()) == []
 
 
-def _arx_t_closeness_policy(adult_policy):
-    """ARX's case: hierarchical 0.2-closeness on occupation, k = 5, 5 % suppression, all other
-    Adult columns quasi-identifiers, non-uniform entropy."""
-    spec = adult_policy.model_dump(mode="json", exclude_none=True)
-    folder = Path(spec["columns"]["occupation"]["hierarchy"]["path"]).parent
-    spec["columns"]["occupation"]["role"] = "sensitive"
-    spec["columns"]["salary-class"] = {
-        "role": "quasi_identifier",
-        "hierarchy": {"kind": "arx", "path": str(folder / "adult_hierarchy_salary-class.csv")},
-    }
-    spec["privacy"].update(
-        k=5,
-        suppression_limit=0.05,
-        t_closeness=[{"column": "occupation", "t": 0.2, "distance": "hierarchical"}],
-    )
-    spec["algorithm"]["metric"] = "entropy"
-    return type(adult_policy).model_validate(spec)
-
-
 @pytest.fixture(scope="module")
-def t_closeness_run(client, adult_policy, tmp_path_factory):
-    """ARX's t-closeness case released on Dask once per module (1 MB blocks): the pandas
-    comparison and the wrong-reference check read the same release folder."""
-    policy = _arx_t_closeness_policy(adult_policy)
+def t_closeness_run(client, arx_t_closeness, tmp_path_factory):
+    """ARX's t-closeness case (``arx_t_closeness`` in ``tests/conftest.py``) released on Dask
+    once per module (1 MB blocks): the pandas comparison and the wrong-reference check read the
+    same release folder."""
+    policy, *_ = arx_t_closeness
     folder = tmp_path_factory.mktemp("t-closeness") / "release"
     return anonymize_dask(policy, folder, blocksize="1MB", shuffle_seed=2)
 
 
 def test_arx_t_closeness_case_publishes_on_dask_with_the_pandas_gates_numbers(
-    t_closeness_run, adult_policy
+    t_closeness_run, arx_t_closeness
 ):
     """One t-closeness definition on both paths: the Dask gate compares each class with the
     input's distribution (suppressed records included), as the search and the pandas gate do.
-    Measured against the released records instead, the same release is blocked at 0.202777."""
-    policy = _arx_t_closeness_policy(adult_policy)
+    Measured against the released records instead, the same release is blocked at 0.202777.
+    The pandas path's release is the session's (the stages :func:`privgate.anonymize` runs,
+    also read by ``tests/core/privacy/test_t_closeness_reference.py``); its gate is run here."""
+    policy, frame, release = arx_t_closeness
     setup = SearchSetup.from_policy(policy)
-    ingested = stages.ingest(policy, "test")
-    [table] = stages.anonymize(ingested.frame, setup)
+    table = release.table
     expected = verify_table(
         table.frame,
         list(setup.quasi_identifiers),
         list(setup.models),
         reference=table.reference,
-        **setup.gate_limits(ingested.rows),
+        **setup.gate_limits(len(frame)),
     )
 
     run = t_closeness_run
@@ -186,8 +167,10 @@ def test_arx_t_closeness_case_publishes_on_dask_with_the_pandas_gates_numbers(
     assert not old.passed and "reaches 0.202777" in old.reasons[0]
 
 
-def test_a_reference_that_does_not_name_the_released_values_blocks(t_closeness_run, adult_policy):
-    policy = _arx_t_closeness_policy(adult_policy)
+def test_a_reference_that_does_not_name_the_released_values_blocks(
+    t_closeness_run, arx_t_closeness
+):
+    policy, *_ = arx_t_closeness
     setup = SearchSetup.from_policy(policy)
     run = t_closeness_run
     wrong = {"occupation": {"Tech-support": 30162}}
