@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privgate.core.dp import _scale_search
 from privgate.core.dp._accountant import Charger, PrivacyParameterError, Spend
 
 __all__ = [
@@ -336,7 +337,10 @@ def _measurement(columns, keys, config: SyntheticConfig, rho: float, estimator=N
     """The (ε, δ) contingency-table measurement over string-coded columns, and its ``d_in``.
 
     ``estimator`` None: :func:`_estimator` (OpenDP's fit where MST/AIM reads the model, none in
-    a rehearsal).
+    a rehearsal). OpenDP's noise-scale searches while it is built (the one-way marginals) and
+    while it runs (:func:`_run`: MST's and AIM's selections and measurements) find OpenDP's own
+    scales from their closed form (:mod:`~privgate.core.dp._scale_search`); run it through
+    :func:`_run`.
     """
     dp = _opendp()
     series = [dp.series_domain(c, dp.atom_domain(T=dp.String)) for c in columns]
@@ -353,12 +357,25 @@ def _measurement(columns, keys, config: SyntheticConfig, rho: float, estimator=N
             max_size=config.aim_max_size,
             **fit,
         )
-    zcdp, _, _ = dp.mbi.make_contingency_table(
-        domain, metric, dp.zero_concentrated_divergence(), d_in, rho,
-        keys=keys, algorithm=algorithm,
-    )  # fmt: skip
+    with _scale_search.routed():  # the one-way scale: OpenDP's, found in a few builds
+        zcdp, _, _ = dp.mbi.make_contingency_table(
+            domain, metric, dp.zero_concentrated_divergence(), d_in, rho,
+            keys=keys, algorithm=algorithm,
+        )  # fmt: skip
     approx = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(zcdp), delta=config.delta)
     return approx, d_in
+
+
+def _run(measurement, frame, *, rehearsal: bool = False):
+    """Invoke a :func:`_measurement` on ``frame`` with OpenDP's scale searches routed
+    (:mod:`~privgate.core.dp._scale_search`); ``rehearsal``: with no model fitted
+    (:func:`_estimator`)."""
+    token = _REHEARSING.set(rehearsal)
+    try:
+        with _scale_search.routed():
+            return measurement(frame)
+    finally:
+        _REHEARSING.reset(token)
 
 
 def _marginals_text(table: Any) -> str:
@@ -468,7 +485,7 @@ def synthesize(
     measurement, rho, epsilon, delta, config = _budgeted_measurement(domains.columns, keys, config)
     step = f"{config.method.upper()} noisy marginals (OpenDP contingency table)"
     spend = Spend(f"opendp_{config.method}_zcdp", epsilon, delta, 1.0, step, None)
-    text = accountant.draw(spend, lambda: _marginals_text(measurement(frame)), _TextCodec())
+    text = accountant.draw(spend, lambda: _marginals_text(_run(measurement, frame)), _TextCodec())
     # From here on: post-processing of the journaled text only.
     synthetic, table, seed, dropped = records_from_draw(text, domains, config)
     marginals = [
@@ -533,15 +550,12 @@ def _runs_at(measurement, columns) -> bool:
     from opendp.mod import OpenDPException
 
     empty = pl.LazyFrame({c: pl.Series(c, [], dtype=pl.String) for c in columns})
-    token = _REHEARSING.set(True)
     try:
-        measurement(empty)
+        _run(measurement, empty, rehearsal=True)
     except OpenDPException as error:
         if "insufficient budget" in str(error):
             return False
         raise
-    finally:
-        _REHEARSING.reset(token)
     return True
 
 

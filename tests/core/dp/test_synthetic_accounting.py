@@ -151,11 +151,7 @@ def test_the_budget_search_is_kept_by_its_public_setting_only(
 
     coded = pl.LazyFrame({c: pl.Series(c, adult[c].tolist(), dtype=pl.String) for c in COLUMNS})
     (draw,) = ledger.draws("adult", "r1")
-    token = synthetic._REHEARSING.set(True)
-    try:
-        again = synthetic._marginals_text(measurement(coded))
-    finally:
-        synthetic._REHEARSING.reset(token)
+    again = synthetic._marginals_text(synthetic._run(measurement, coded, rehearsal=True))
 
     def one_way(text: str) -> dict:
         found: dict = {}  # each column's first one-way measurement (a round may repeat one)
