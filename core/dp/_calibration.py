@@ -1,9 +1,11 @@
 """MST/AIM budget searches kept on disk, found again by their public setting only.
 
 Why: the budget search of :mod:`privgate.core.dp.synthetic` (ρ within a few ulps of the
-largest OpenDP accepts, MST's measure split, a rehearsal on an empty table) costs OpenDP
-thousands of privacy-map checks and is a function of public settings alone. Kept per process,
-every pytest-xdist worker and every ``privgate run`` child paid it again. Opt-in: a directory
+largest OpenDP accepts, MST's measure split, a rehearsal on an empty table) is a function of
+public settings alone. Kept per process, every pytest-xdist worker and every ``privgate run``
+child paid it again: then thousands of OpenDP privacy-map checks, since
+:mod:`~privgate.core.dp._scale_search` a few CPU seconds (a few OpenDP builds and the
+rehearsal), which a kept file still spares. Opt-in: a directory
 named by ``PRIVGATE_CALIBRATION_DIR`` (the test suite sets one under ``.pytest_cache``).
 
 What a file holds: the public setting it was searched for (declared columns, their keys, the
