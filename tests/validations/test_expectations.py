@@ -214,6 +214,75 @@ def test_input_suite_names_every_failure_with_rows_and_values():
     assert len(info.value.failures) == 7
 
 
+def _one_summary_validation(suite, frame: pd.DataFrame, kind: str) -> dict:
+    """Great Expectations' own validation of ``suite`` on ``frame``: one pass, ``SUMMARY``
+    (data source and asset named as privgate names them: they are part of each result)."""
+    import great_expectations as gx
+    from great_expectations.util import convert_to_json_serializable
+
+    context = gx.get_context(mode="ephemeral")
+    batch = (
+        context.data_sources.add_pandas("privgate")
+        .add_dataframe_asset(kind)
+        .add_batch_definition_whole_dataframe("whole table")
+        .get_batch(batch_parameters={"dataframe": frame})
+    )
+    result = batch.validate(
+        context.suites.add(suite),
+        result_format={"result_format": "SUMMARY", "partial_unexpected_count": 10},
+    )
+    return convert_to_json_serializable(result.to_json_dict())
+
+
+def _results(result: dict) -> list[dict]:
+    """Each expectation's result, without the id its context gave the expectation."""
+    return [
+        {**r, "expectation_config": {k: v for k, v in r["expectation_config"].items() if k != "id"}}
+        for r in result["results"]
+    ]
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_results_are_those_of_one_summary_validation(tmp_path, broken):
+    """A suite is validated in two passes: every expectation without the unexpected rows'
+    index, then again with it only those that found unexpected values. Every result, the
+    statistics and the verdict must be those of Great Expectations' single ``SUMMARY``
+    validation (what the messages and Data Docs read): the failing ones with their rows, the
+    passing ones with their empty lists."""
+    frame = good_text()
+    path, manifest, _ = release_for(frame, tmp_path)
+    release = pd.read_csv(path, dtype=object)  # an empty cell is missing, as the suite reads it
+    if broken:
+        frame.loc[1, "id"] = "a"  # duplicate identifier
+        frame.loc[2, "age"] = "1987-05-02"  # not a number
+        frame.loc[3, "sex"] = "Other"  # outside the taxonomy
+        frame.loc[0, "zip"] = None  # missing quasi-identifier
+        release.loc[0, "disease"] = "*"  # a suppression marker outside the quasi-identifiers
+        release.loc[2, "age"] = "*"  # a starred cell below the top level
+        release.to_csv(path, index=False)
+    typed = typed_view(frame, POLICY)
+    runs = [
+        (
+            validate_input_expectations(typed, POLICY, HIERARCHIES),
+            _one_summary_validation(build_input_suite(POLICY, HIERARCHIES), typed, "input"),
+        ),
+        (
+            validate_release_expectations(path, POLICY, HIERARCHIES, manifest),
+            _one_summary_validation(
+                build_release_suite(POLICY, HIERARCHIES, manifest),
+                release,
+                "release",
+            ),
+        ),
+    ]
+    for summary, expected in runs:
+        assert summary["success"] is (not broken) is expected["success"]
+        assert summary["gx_result"]["statistics"] == expected["statistics"]
+        assert _results(summary["gx_result"]) == _results(expected)
+    if broken:  # the failing ones name their rows (the second pass ran)
+        assert any(e["unexpected_rows"] for s, _ in runs for e in s["expectations"])
+
+
 def test_only_values_outside_a_hierarchy_is_a_hierarchy_error():
     frame = good_text()
     frame.loc[3, "sex"] = "Other"

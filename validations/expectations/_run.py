@@ -90,9 +90,33 @@ def _entry(expectation: Any, result: Any) -> dict:
     return entry
 
 
+#: What a suite is first validated with: every expectation's outcome, observed value, unexpected
+#: count and first unexpected values, without the unexpected rows' index (Great Expectations'
+#: ``BASIC``). Asking every expectation for the index (``SUMMARY``) added two metrics per column
+#: expectation, a boolean selection of the table each, and was about a third of a passing
+#: suite's CPU on Adult; only an expectation that found unexpected values has rows to name.
+_FIRST_PASS = {"result_format": "BASIC", "partial_unexpected_count": QUOTED}
+
+#: What an expectation that found unexpected values is validated again with: its first
+#: unexpected rows too (``SUMMARY``), which the messages quote ("at row(s) 3, 17").
+_DETAILED = {"result_format": "SUMMARY", "partial_unexpected_count": QUOTED}
+
+#: The keys ``SUMMARY`` adds to a column expectation's result; both are empty when it found no
+#: unexpected value, so a first-pass result without any gets them as they would be.
+_SUMMARY_ONLY_KEYS = ("partial_unexpected_counts", "partial_unexpected_index_list")
+
+
 def run_suite(suite: Any, frame: pd.DataFrame, kind: str, run_name: str | None) -> dict:
-    """Validate ``frame`` against ``suite`` in a fresh ephemeral context; a plain summary."""
+    """Validate ``frame`` against ``suite`` in a fresh ephemeral context; a plain summary.
+
+    Two passes, one result: every expectation in :data:`_FIRST_PASS`, then those that found
+    unexpected values (or failed) again in :data:`_DETAILED`, their results replacing the first
+    ones. The result is the one a single ``SUMMARY`` validation gives (the Data Docs and the
+    messages read it), at the cost of the first pass alone when nothing was unexpected.
+    """
     g = gx_api()
+    from great_expectations.validator.v1_validator import Validator
+
     context = ephemeral_context()
     batch_definition = (
         context.data_sources.add_pandas("privgate")
@@ -100,9 +124,21 @@ def run_suite(suite: Any, frame: pd.DataFrame, kind: str, run_name: str | None) 
         .add_batch_definition_whole_dataframe("whole table")
     )
     suite = context.suites.add(suite)
-    result = batch_definition.get_batch(batch_parameters={"dataframe": frame}).validate(
-        suite, result_format={"result_format": "SUMMARY", "partial_unexpected_count": QUOTED}
-    )
+    # A validator of its own per pass (Batch.validate would build one too, after get_batch had
+    # already read and fingerprinted the table once more).
+    batch = {"dataframe": frame}
+    result = Validator(batch_definition, _FIRST_PASS, batch).validate_expectation_suite(suite)
+    again = [i for i, r in enumerate(result.results) if _needs_detail(r)]
+    if again:
+        detailed = Validator(batch_definition, _DETAILED, batch)  # reads the batch once
+        by_id = {e.id: e for e in suite.expectations}
+        for i in again:
+            expectation = by_id[result.results[i].expectation_config.id]
+            result.results[i] = detailed.validate_expectation(expectation)
+    for r in result.results:
+        if r.result and r.result.get("unexpected_count") == 0:
+            for key in _SUMMARY_ONLY_KEYS:
+                r.result.setdefault(key, [])
     by_id = {r.expectation_config.id: r for r in result.results}
     entries = [_entry(e, by_id.get(e.id)) for e in suite.expectations]
     failed = sum(not e["success"] for e in entries)
@@ -123,6 +159,12 @@ def run_suite(suite: Any, frame: pd.DataFrame, kind: str, run_name: str | None) 
         "gx_suite": _json_ready(suite.to_json_dict()),
         "gx_result": _json_ready(result.to_json_dict()),
     }
+
+
+def _needs_detail(result: Any) -> bool:
+    """Whether a first-pass result lacks something ``SUMMARY`` would show: the expectation
+    failed, raised, or found unexpected values (whose rows the messages name)."""
+    return not result.success or bool((result.result or {}).get("unexpected_count"))
 
 
 def _json_ready(value: Any) -> Any:
