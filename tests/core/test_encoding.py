@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privgate.core.encoding import encode_table, factorize, group_codes
+import privgate.core.encoding as encoding
+from privgate.core.encoding import encode_table, factorize, group_codes, hash_groups
 from privgate.core.hierarchy import ARXHierarchy
 from privgate.core.scale import histogram_from_codes, partition_histogram
 
@@ -71,6 +73,69 @@ def test_group_codes_overflowing_key_is_exact():
     np.testing.assert_array_equal(tuples, expected[0])
     np.testing.assert_array_equal(inverse, expected[1])
     np.testing.assert_array_equal(counts, expected[2])
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 7])
+@pytest.mark.parametrize("rows", [0, 1, 5, 4000])
+def test_hash_groups_is_np_unique_whatever_the_ranges(rows, parts):
+    """The rows keyed and hashed one range per thread: np.unique's group ids (the keys'
+    order), distinct keys, first rows and counts, for any number of ranges; every row keyed
+    once, in contiguous ranges; ``firsts=False`` leaves the first rows out."""
+    rng = np.random.default_rng(rows * 10 + parts)
+    key = rng.integers(-30, 300, rows).astype(np.int64) * 1_000_003
+    ranges: list[tuple[int, int]] = []
+
+    def build_key(start: int, stop: int) -> np.ndarray:
+        ranges.append((start, stop))
+        return key[start:stop]
+
+    group, distinct, firsts, counts = hash_groups(build_key, rows, parts)
+    want, first, inverse, want_counts = np.unique(
+        key, return_index=True, return_inverse=True, return_counts=True
+    )
+    np.testing.assert_array_equal(distinct, want)
+    np.testing.assert_array_equal(group, inverse.reshape(-1))
+    np.testing.assert_array_equal(firsts, first)
+    np.testing.assert_array_equal(counts, want_counts)
+    ranges.sort()
+    assert ranges[0][0] == 0 and ranges[-1][1] == rows and len(ranges) == max(1, min(parts, rows))
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    _, _, none, same_counts = hash_groups(build_key, rows, parts, firsts=False)
+    assert none is None
+    np.testing.assert_array_equal(same_counts, want_counts)
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+def test_group_codes_in_ranges_is_the_serial_grouping(monkeypatch, offset):
+    """From PARALLEL_ROWS rows (lowered here) the key is built and hashed one range per core:
+    the same tuples (in their narrow type), row tuples and counts as the serial pass and the
+    row-wise unique; a key that would overflow stays on the serial pass, still exact."""
+    rng = np.random.default_rng(offset)
+    n, radices = 20_000, [3, 7, 50, 2, 1]
+    parts = [(rng.integers(0, r, n) - offset).astype(np.int8) for r in radices]
+    serial = group_codes(parts, radices, n, offset=offset, dtype=np.int8)
+    used = []
+    ranged_groups = encoding.hash_groups
+    monkeypatch.setattr(encoding, "PARALLEL_ROWS", 1)
+    monkeypatch.setattr(
+        encoding, "hash_groups", lambda *a, **k: used.append(1) or ranged_groups(*a, **k)
+    )
+    ranged = group_codes(parts, radices, n, offset=offset, dtype=np.int8)
+    assert used, "the ranged grouping was not used"
+    expected = _reference([p.astype(np.int64) for p in parts], n)
+    for got, want, reference in zip(ranged, serial, expected, strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got, reference)
+    _, none, counts = group_codes(parts, radices, n, offset=offset, inverse=False)
+    assert none is None
+    np.testing.assert_array_equal(counts, expected[2])
+    used.clear()
+    wide = [rng.integers(0, 3, 5000) * (1 << 18) for _ in range(9)]
+    tuples, inverse, counts = group_codes(wide, [1 << 20] * 9, 5000)
+    assert not used  # 2**180 keys: ranked column by column, serially
+    for got, want in zip((tuples, inverse, counts), _reference(wide, 5000), strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 def _old_frequency_set(encoded):

@@ -447,6 +447,42 @@ def test_text_codes_of_a_text_or_integer_column_count_distinct_cells_first(share
         assert not core_gate._text_exact_dtype(other)  # equal values, different texts
 
 
+def test_a_coded_release_is_grouped_in_ranges_into_the_serial_classes(monkeypatch):
+    """From PARALLEL_ROWS rows (lowered here) a release read as codes is keyed and hashed one
+    range per core: the same class ids, first rows and decision (k, distinct l, sizes) as the
+    serial pass, with missing cells in the quasi-identifiers."""
+    import privgate.core.gate as core_gate
+    from privgate.core.columnar import TextCodes
+
+    rng = np.random.default_rng(5)
+    n = 30_000
+
+    def column(name: str, k: int, missing: bool) -> TextCodes:
+        values = np.array([f"{name}{i}" for i in range(k)], dtype=object)
+        return TextCodes(rng.integers(-1 if missing else 0, k, n).astype(np.int8), values)
+
+    table = {"a": column("a", 3, True), "b": column("b", 40, False), "c": column("c", 5, True)}
+    table["s"] = column("s", 4, False)
+    qis, models = ["a", "b", "c"], [KAnonymity(k=2), DistinctLDiversity(column="s", l=2)]
+    serial = core_gate._classes(table, qis)
+    serial_decision = verify_table(table, qis, models, input_rows=n + 50, suppression_limit=0.01)
+    used = []
+    ranged_groups = core_gate.hash_groups
+    monkeypatch.setattr(core_gate, "PARALLEL_ROWS", 1)
+    monkeypatch.setattr(
+        core_gate, "hash_groups", lambda *a, **k: used.append(1) or ranged_groups(*a, **k)
+    )
+    ranged = core_gate._classes(table, qis)
+    assert used, "the ranged grouping was not used"
+    for got, want in zip(ranged, serial, strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    decision = verify_table(table, qis, models, input_rows=n + 50, suppression_limit=0.01)
+    assert decision.to_dict() == serial_decision.to_dict()
+    combinations = np.unique(np.column_stack([table[q].codes for q in qis]), axis=0)
+    assert decision.measurements["classes"] == len(combinations)
+
+
 @pytest.mark.parametrize("rows", [0, 1, 1000, (1 << 20) + 7])
 def test_group_rows_is_np_unique_on_either_side_of_the_hash_threshold(rows):
     """The gate's grouping by hash (from HASH_ROWS rows) gives np.unique's class ids (in the
