@@ -9,6 +9,9 @@ evaluates few nodes:
 1. **Bounds before data.** Every metric gives a lower bound per node that needs no class
    table (for the decomposable metrics: the loss with nothing suppressed). Nodes are visited
    by increasing bound, and the search stops once the bound reaches the best loss found.
+   A metric whose bound is weak (discernibility) also reads one on each evaluated node's
+   classes that holds for its whole up-set (:meth:`LossMetric.bound_above`); nodes above are
+   then skipped by it: on Adult at k=2 and 2 % suppression, 1,654 evaluations instead of 3,972.
 2. **Projection bounds on suppression.** A record whose class in a *projection* of the table
    (three quasi-identifiers at the node's levels) is smaller than the models' minimum class
    size is also in a too-small class of the full node, so it must be suppressed. When those
@@ -205,11 +208,20 @@ class OptimalLattice(FullDomainAlgorithm):
         best_key: tuple = ()
         failing = np.empty((0, nodes.shape[1]), dtype=np.int64)
         satisfied_nodes = 0
+        # The bound each node is skipped by: ``bound``, raised over the up-set of every
+        # evaluated node by what the metric reads on its classes (``bound_above``; counted in
+        # records, so not with a person key). The visiting order stays ``bound``'s.
+        floor = bound.copy()
+        lifts = persons is None and type(metric).bound_above is not LossMetric.bound_above
+        lattice_shape = tuple(int(h) + 1 for h in heights)
 
         def evaluate(index: int) -> bool:
             nonlocal best_loss, best_node, best_key, satisfied_nodes
             node = nodes[index]
             outcome = checker.evaluate(node)
+            if lifts:  # nodes are listed in index order: the up-set is a corner of the grid
+                above = floor.reshape(lattice_shape)[tuple(slice(int(v), None) for v in node)]
+                np.maximum(above, metric.bound_above(outcome.table.sizes), out=above)
             if outcome.satisfied:
                 satisfied_nodes += 1
                 table = outcome.table
@@ -225,7 +237,7 @@ class OptimalLattice(FullDomainAlgorithm):
             """The node cannot improve on the incumbent (bound, then tie-break order)."""
             if best_node is None:
                 return False
-            b = bound[index]
+            b = floor[index]
             if _tied(b, best_loss):
                 return (int(level_sum[index]), tuple(nodes[index])) >= best_key
             return b > best_loss

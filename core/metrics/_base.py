@@ -57,6 +57,18 @@ class LossMetric(ABC):
     def lower_bound(self, nodes: np.ndarray) -> np.ndarray:
         """A value no larger than the metric of each node, shape (n_nodes,)."""
 
+    def bound_above(self, sizes: np.ndarray) -> float | None:
+        """A lower bound of the metric at every node at or above an evaluated one, from the
+        sizes of all the evaluated node's classes (suppressed ones included), or ``None``
+        when the metric has none better than :meth:`lower_bound`.
+
+        A coarser node's classes are unions of the finer node's classes (records, not
+        persons), so a quantity that merging classes never lowers, read on the finer node,
+        bounds every coarser one. The optimal search raises the bound of the evaluated node's
+        whole up-set with it.
+        """
+        return None
+
     @abstractmethod
     def value(
         self,

@@ -16,7 +16,8 @@ class Discernibility(LossMetric):
 
     The lower bound, ``n * min_class_size / n^2``, holds because every kept class has at least
     ``min_class_size`` records and a suppressed record costs ``n``: weak, so a search with this
-    objective evaluates more nodes.
+    objective evaluates more nodes. Once a node is evaluated, its ``sum_E |E|^2`` over all its
+    classes bounds every node above it (:meth:`bound_above`).
     """
 
     name = "discernibility"
@@ -24,6 +25,13 @@ class Discernibility(LossMetric):
     def lower_bound(self, nodes):
         bound = self.n_rows_ * min(self.min_class_size_, self.n_rows_) / self.n_rows_**2
         return np.full(len(np.atleast_2d(nodes)), bound)
+
+    def bound_above(self, sizes: np.ndarray) -> float:
+        """``sum_E |E|^2 / n^2`` over all the node's classes: no more than its own value (a
+        suppressed class costs ``|E| * n >= |E|^2``), and merging classes never lowers it
+        (``(a + b)^2 >= a^2 + b^2``), so no more than the value of any coarser node."""
+        all_sizes = sizes.astype(float)
+        return float(all_sizes @ all_sizes) / float(self.n_rows_) ** 2
 
     def value(self, node, codes, sizes, suppressed) -> float:
         kept = sizes[~suppressed].astype(float)

@@ -38,7 +38,7 @@ from privgate.core.encoding import ClassStats, EncodedTable, encode_table
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.gate import class_stats_of, sensitive_reference, verify_table
 from privgate.core.hierarchy import ARXHierarchy, Hierarchy, IntervalHierarchy, taxonomy_hierarchy
-from privgate.core.metrics import Loss
+from privgate.core.metrics import Discernibility, Loss
 from privgate.core.privacy import (
     AverageRisk,
     DistinctLDiversity,
@@ -370,6 +370,34 @@ def test_projection_bounds_never_exceed_the_records_in_small_classes(
     for node, lower in zip(nodes, bound, strict=True):
         sizes = reference.view(node).sizes
         assert 0 <= lower <= int(sizes[sizes < k].sum()), tuple(node)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None)
+@given(problem=problems(), k=st.integers(1, 6), limit=st.sampled_from([0.0, 0.05, 0.2]))
+def test_discernibility_read_on_a_node_bounds_every_node_above_it(
+    problem: Problem, k: int, limit: float
+) -> None:
+    """What the search raises a node's up-set to (``Discernibility.bound_above``, read on the
+    sizes of all the node's classes) is the node's discernibility with nothing suppressed, and
+    no more than the reference's discernibility of any feasible node at or above it, whatever
+    that node suppresses."""
+    freq = problem.encoded.frequency_set()
+    weights = freq.counts.astype(float)
+    frequencies = [
+        np.bincount(freq.qi_codes[:, j], weights=weights, minlength=col.distinct_at(0))
+        for j, col in enumerate(freq.table.columns)
+    ]
+    metric = Discernibility().prepare(freq.table.columns, frequencies, problem.n, k)
+    reference = Reference(problem)
+    truths = reference.all_truths([KAnonymity(k=k)], limit)
+    assert truths  # the top node keeps every record in one class
+    for node in problem.nodes():
+        sizes = reference.view(node).sizes
+        lifted = metric.bound_above(sizes)
+        assert lifted == pytest.approx(float(sizes @ sizes) / problem.n**2, rel=1e-12), node
+        for truth in truths:
+            if all(a >= b for a, b in zip(truth.node, node, strict=True)):
+                assert lifted <= truth.metrics["discernibility"] + 1e-12, (node, truth.node)
 
 
 # --------------------------------------------------------------------------------------------
