@@ -95,6 +95,9 @@ class LossMetric(ABC):
 #: of at most 10,000 entries on one thread, and numpy's calls cost more than they save on the
 #: many small tables local recoding searches (issue 18).
 _ONE_THREAD_DOT = 10_000
+#: Nodes up to which :meth:`DecomposableMetric.lower_bound` looks every cell up at once (a
+#: nodes x attributes array); a whole lattice is summed one attribute at a time.
+_FEW_NODES = 4096
 
 
 class DecomposableMetric(LossMetric):
@@ -130,10 +133,28 @@ class DecomposableMetric(LossMetric):
 
     def lower_bound(self, nodes: np.ndarray) -> np.ndarray:
         nodes = np.atleast_2d(nodes)
+        if 0 < len(nodes) <= _FEW_NODES and len(self.totals_):
+            # The heuristic asks for a few nodes at a time (a node's generalizations), 14,000
+            # times on a 30-attribute table: one lookup of every cell, then a running sum
+            # over the attributes, instead of a pass per attribute (a tenth of that search's
+            # CPU). The running sum adds the attributes left to right, as the loop below
+            # does: the same bits.
+            flat, offsets = self._level_lookup()
+            return np.cumsum(flat[nodes + offsets], axis=1)[:, -1] / self.norm_
         total = np.zeros(len(nodes))
         for j, per_level in enumerate(self.totals_):
             total += per_level[nodes[:, j]]
         return total / self.norm_
+
+    def _level_lookup(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every ``A_j[l]`` in one array, and where each attribute's levels start in it."""
+        lookup = self.__dict__.get("_lookup")
+        if lookup is None:
+            sizes = [len(per_level) for per_level in self.totals_]
+            offsets = np.concatenate([[0], np.cumsum(sizes[:-1])]).astype(np.int64)
+            lookup = (np.concatenate(self.totals_).astype(float), offsets)
+            self._lookup = lookup
+        return lookup
 
     def value(self, node, codes, sizes, suppressed) -> float:
         total = sum(float(self.totals_[j][lvl]) for j, lvl in enumerate(node))
