@@ -122,6 +122,10 @@ class DecomposableMetric(LossMetric):
 
     def _prepare(self) -> None:
         self.totals_, self.extras_, self.norm_ = self._costs()
+        # The lookup of the costs is built from them on first use: a metric prepared again
+        # (local recoding prepares one object for each round's remaining records) must not
+        # keep the previous table's, which bounded a few nodes by the wrong costs.
+        self.__dict__.pop("_lookup", None)
 
     def for_min_class_size(self, min_class_size: int) -> DecomposableMetric:
         """This prepared metric for another ``min_class_size``, its costs shared, not

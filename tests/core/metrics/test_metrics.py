@@ -193,6 +193,21 @@ def test_a_few_nodes_get_the_bounds_of_the_whole_lattice_to_the_bit(name: str, w
     assert np.array_equal(one_by_one, whole)
 
 
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_a_metric_prepared_again_bounds_a_few_nodes_by_the_new_tables_costs(name: str) -> None:
+    """One metric object is prepared for each table it searches (local recoding: each round's
+    remaining records); its bounds of a few nodes are then those of a metric prepared for
+    that table alone, not the first table's (the lookup of the costs was kept)."""
+    first, second = (_random_table(seed, age_listed=name == "arx_loss") for seed in (0, 1))
+    nodes = NodeChecker(second, [KAnonymity(k=2)], 0.0).lattice.nodes[:5]
+    metric = _prepared(name, first, 2)
+    metric.lower_bound(nodes)
+    columns = second.table.columns
+    frequencies = [np.bincount(c.codes, minlength=c.distinct_at(0)) for c in columns]
+    metric.prepare(columns, frequencies, second.table.n_rows, 2)
+    assert np.array_equal(metric.lower_bound(nodes), _prepared(name, second, 2).lower_bound(nodes))
+
+
 @pytest.mark.parametrize("name", ["ARX", "Loss", "", "granularity"])
 def test_make_metric_rejects_unknown_names(name: str) -> None:
     with pytest.raises(ValueError, match="'metric'") as info:
