@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -47,13 +48,42 @@ def _leftovers(tmp_path: Path) -> list[Path]:
     return sorted(root.glob("*/.staging-*")) if root.exists() else []
 
 
-@pytest.mark.parametrize("k", [2, 5, 10])
-def test_adult_release_is_k_anonymous_per_pycanon(prefect_harness, shared_data, tmp_path, k):
+@dataclass(frozen=True)
+class Published:
+    """A run's output folder (``root / "releases"``), the input's sha256 before the run, and
+    the run's outcome."""
+
+    root: Path
+    input_sha256: str
+    outcome: dict
+
+
+@pytest.fixture(scope="module")
+def adult_k5(prefect_harness, shared_data, tmp_path_factory) -> Published:
+    """The module's one default release of Adult (k = 5, Data Docs built: this file's
+    in-process check of that path). The k-anonymity test reads it at k = 5, and the
+    publish-once test makes a second run of the same release id into its folder (the same
+    run was made twice, once in each test). Its own privgate data directory, as a test's."""
     adult = shared_data("arx/adult.csv")
+    root = tmp_path_factory.mktemp("adult-k5")
     before = _sha256(adult)
-    # k=5 keeps the default, Data Docs built (this file's in-process check of that path); the
-    # other two check the release only.
-    outcome = _run(tmp_path, k=k) if k == 5 else _run(tmp_path, k=k, data_docs=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PRIVGATE_DATA_DIR", str(tmp_path_factory.mktemp("privgate-data")))
+        patch.delenv("PRIVGATE_LEDGER_URL", raising=False)
+        return Published(root, before, _run(root, k=5))
+
+
+@pytest.mark.parametrize("k", [2, 5, 10])
+def test_adult_release_is_k_anonymous_per_pycanon(
+    prefect_harness, shared_data, tmp_path, request, k
+):
+    adult = shared_data("arx/adult.csv")
+    if k == 5:  # the default run, Data Docs built; the other two check the release only
+        published: Published = request.getfixturevalue("adult_k5")
+        tmp_path, before, outcome = published.root, published.input_sha256, published.outcome
+    else:
+        before = _sha256(adult)
+        outcome = _run(tmp_path, k=k, data_docs=False)
 
     folder = Path(outcome["path"])
     assert outcome["published"] and folder.parent.name == "adult"
@@ -124,17 +154,16 @@ def test_crash_while_publishing_leaves_no_partial_release(
     assert _published(tmp_path) == [] and _leftovers(tmp_path) == []
 
 
-def test_same_data_policy_and_date_publish_once(
-    prefect_harness, shared_data, tmp_path, monkeypatch
-):
+def test_same_data_policy_and_date_publish_once(adult_k5, tmp_path, monkeypatch):
     """Two runs of one release id publish one release, and the second says whose it is. The
     second run here loses the race: the first run's folder appears only between its check
     for an earlier release and its rename (as with two runs started at once), so only the
-    manifest in place, read after publishing, can tell it that it published nothing."""
+    manifest in place, read after publishing, can tell it that it published nothing. The
+    first run is the module's (``adult_k5``); its folder is back in place, unchanged, at the
+    end."""
     from privgate.tasks import publish as publish_tasks
 
-    shared_data("arx/adult.csv")
-    first = _run(tmp_path, k=5, data_docs=False)  # Data Docs: the k-anonymity test above
+    first, output = adult_k5.outcome, adult_k5.root
     manifest = (Path(first["path"]) / "manifest.json").read_text()
     assert first["already_published_by"] is None
     aside = tmp_path / "first-release"
@@ -146,10 +175,10 @@ def test_same_data_policy_and_date_publish_once(
         return real_publish(staged, manifest)
 
     monkeypatch.setattr(publish_tasks, "publish", publish_after_the_first_run)
-    second = _run(tmp_path, k=5, return_state=True, data_docs=False)
+    second = _run(output, k=5, return_state=True, data_docs=False)
     outcome = second.result()
     assert outcome["release_id"] == first["release_id"]
-    assert len(_published(tmp_path)) == 1
+    assert len(_published(output)) == 1 and _leftovers(output) == []
     assert (Path(first["path"]) / "manifest.json").read_text() == manifest
     # The duplicate says so, naming the run that published (the UI shows this message).
     first_run = json.loads(manifest)["run_id"]
