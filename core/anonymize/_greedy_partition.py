@@ -449,7 +449,11 @@ class _Features:
         shared level a code that matches nothing) and its numeric range ``lo``-``hi``."""
         anc = self.anc[cand]  # (m', cats, levels)
         first = np.argmax(anc == node[None], axis=2)  # lowest level it shares with the group
-        picked = np.take_along_axis(anc, first[..., None], 2)[..., 0]
+        # Each (record, category)'s code at that level: one gather on the flattened rows
+        # (``np.take_along_axis`` builds broadcast index arrays on every call).
+        levels = anc.shape[2]
+        cells = np.arange(first.size, dtype=np.int64) * levels + first.reshape(-1)
+        picked = anc.reshape(-1)[cells].reshape(first.shape)
         per_cat = self.cost[picked].sum(axis=1) if picked.size else np.zeros(len(cand))
         vals = self.values[cand]
         per_num = (np.maximum(hi, vals) - np.minimum(lo, vals)).sum(axis=1)
