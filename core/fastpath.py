@@ -36,7 +36,12 @@ from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import sync_to_disk
-from privgate.core.scale import reference_from_codes, release_lines, tuples_from_codes
+from privgate.core.scale import (
+    reference_from_codes,
+    release_lines,
+    shuffled_rows,
+    tuples_from_codes,
+)
 
 __all__ = ["anonymize_csv"]
 
@@ -103,15 +108,21 @@ def anonymize_csv(
 
     mark = time.perf_counter()
     setup.check_feasible(n_rows)
-    coded = tuples_from_codes(columns, setup)  # the rows' distinct tuples: all the rest needs
-    reference = reference_from_codes(columns, setup)
-    del columns  # the input's codes (one int32 per cell), before the search allocates
-    release_freed_memory()
+    # The published order depends on the row count alone: drawn on the other core while the
+    # rows are grouped (a pass that runs mostly on one), not beside the search.
+    with ThreadPoolExecutor(1) as pool:
+        drawn = pool.submit(shuffled_rows, n_rows, shuffle_seed)
+        coded = tuples_from_codes(columns, setup)  # the rows' distinct tuples: all the rest
+        reference = reference_from_codes(columns, setup)
+        del columns  # the input's codes (1-4 bytes a cell), before the search allocates
+        release_freed_memory()
+        row_order = drawn.result()
     distinct_tuples = int(len(coded.freq.counts))
     timings["encode"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    release = release_lines(coded, setup, shuffle_seed)
+    release = release_lines(coded, setup, row_order=row_order)
+    del row_order
     del coded  # with it the frequency set and the search's caches (bounds, class tables)
     release_freed_memory()  # the tuples and the search's arrays, before the release's text
     facts = (release.algorithm, release.plan.levels, release.details)

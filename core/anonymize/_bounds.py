@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from privgate.core.encoding import FrequencySet
 
 __all__ = ["ProjectionBounds"]
+
+#: Distinct tuples from which the projections are counted on threads, one prefix's
+#: projections per task (below, a thread pool costs more than the counting it shares).
+PARALLEL_TUPLES = 1 << 16
 
 
 class ProjectionBounds:
@@ -58,15 +64,31 @@ class ProjectionBounds:
         # come in lexicographic order, so consecutive ones share that prefix.
         columns = [np.ascontiguousarray(freq.qi_codes[:, j], dtype=np.int32) for j in range(q)]
         radices = [c.distinct_at(0) for c in table.columns]
-        prefix: tuple[tuple[int, ...], np.ndarray] | None = None
-        for attrs in itertools.combinations(range(q), self.arity):
-            cols = [table.columns[a] for a in attrs]
-            shape = tuple(c.height + 1 for c in cols)
-            if prefix is None or prefix[0] != attrs[:-1]:
-                prefix = (attrs[:-1], _level0_key(columns, radices, attrs[:-1], len(weights)))
-            key = prefix[1] * radices[attrs[-1]]
-            key += columns[attrs[-1]]
-            group_sizes, group_combos = _projection_groups(freq, weights, attrs, key)
+        projections = list(itertools.combinations(range(q), self.arity))
+        # The projections sharing a prefix form one task (one prefix key), the tasks run one
+        # per core: numpy's passes release the GIL, and at 10M rows (1.07M distinct tuples)
+        # the 56 projections took 0.66 CPU s on one core while the other idled.
+        order = range(len(projections))
+        tasks = [list(g) for _, g in itertools.groupby(order, lambda i: projections[i][:-1])]
+
+        def prepare(task: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+            prefix = _level0_key(columns, radices, projections[task[0]][:-1], len(weights))
+            out = []
+            for i in task:
+                attrs = projections[i]
+                key = prefix * radices[attrs[-1]]
+                key += columns[attrs[-1]]
+                out.append(_projection_groups(freq, weights, attrs, key))
+            return out
+
+        threads = max(1, min(len(tasks), os.cpu_count() or 1, 2))
+        if threads == 1 or len(weights) < PARALLEL_TUPLES:
+            prepared = [found for task in tasks for found in prepare(task)]
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                prepared = [found for task in pool.map(prepare, tasks) for found in task]
+        for attrs, (group_sizes, group_combos) in zip(projections, prepared, strict=True):
+            shape = tuple(table.columns[a].height + 1 for a in attrs)
             sizes.append(group_sizes)
             combos.append(group_combos + n_combos)
             self._projections.append((attrs, shape, n_combos, n_combos + math.prod(shape)))

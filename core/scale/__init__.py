@@ -41,7 +41,13 @@ from privgate.core.scale._histogram import (
     merge_histograms,
     partition_histogram,
 )
-from privgate.core.scale._lines import CodedTuples, LineRelease, release_lines, tuples_from_codes
+from privgate.core.scale._lines import (
+    CodedTuples,
+    LineRelease,
+    release_lines,
+    shuffled_rows,
+    tuples_from_codes,
+)
 
 if TYPE_CHECKING:
     from privgate.core.scale._release import (
@@ -134,6 +140,7 @@ __all__ = [
     "scale_setup",
     "search_stage",
     "search_with_loss",
+    "shuffled_rows",
     "stage_folder",
     "tuples_from_codes",
     "verify_parquet_release",

@@ -15,6 +15,7 @@ from privgate.core.scale import (
     anonymize_codes,
     frequency_set_from_codes,
     release_lines,
+    shuffled_rows,
     tuples_from_codes,
 )
 
@@ -131,3 +132,32 @@ def test_the_published_order_is_the_seeded_permutation_drawn_in_place(n):
         got = _permuted_tuples(row_to_tuple, seed)
         assert got.dtype == np.int32
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 1000, 300_001])
+def test_rows_shuffled_from_their_count_are_the_seeded_permutation(n):
+    """The order ``privgate anonymize`` draws while it groups the rows: the seed's
+    ``permutation(n)``, as int32."""
+    for seed in (0, 7, 2**40 + 3):
+        got = shuffled_rows(n, seed)
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, np.random.default_rng(seed).permutation(n))
+
+
+def test_a_release_in_an_order_drawn_beforehand_is_the_seeded_release(scaled_adult):
+    """``row_order`` (drawn by :func:`shuffled_rows` before the search, as the command does)
+    gives the ids the same seed gives when the order is drawn beside the search: a seeded
+    release is the same file either way."""
+    policy = load_policy(ADULT_POLICY).with_overrides(**{"input.path": str(scaled_adult)})
+    setup = full_domain_setup(policy, "test")
+    spec = policy.input
+    columns = read_coded_csv(
+        spec.path, spec.delimiter, spec.encoding, spec.header, spec.missing_values
+    )
+    coded = tuples_from_codes(columns, setup)
+    n = len(coded.row_to_tuple)
+    for seed in (5, 2026):
+        beside = release_lines(coded, setup, shuffle_seed=seed)
+        before = release_lines(coded, setup, row_order=shuffled_rows(n, seed))
+        np.testing.assert_array_equal(before.ids, beside.ids)
+        assert before.plan.levels == beside.plan.levels
