@@ -32,6 +32,7 @@ from privgate.core.columnar import (
     release_freed_memory,
     write_coded_csv,
 )
+from privgate.core.encoding import PARALLEL_ROWS
 from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
 from privgate.core.policy import ReleasePolicy
@@ -108,20 +109,24 @@ def anonymize_csv(
 
     mark = time.perf_counter()
     setup.check_feasible(n_rows)
-    # The published order depends on the row count alone: drawn on the other core while the
-    # rows are grouped (a pass that runs mostly on one), not beside the search.
+    # The published order depends on the row count alone: from PARALLEL_ROWS rows it is drawn
+    # on the other core while the rows are grouped (a pass that runs mostly on one), not
+    # beside the search. Below, it is drawn beside the search, as the order held from the
+    # grouping on raised the peak at 1M rows by 15 MiB (issue 18's target there is 0.23 GiB).
     with ThreadPoolExecutor(1) as pool:
-        drawn = pool.submit(shuffled_rows, n_rows, shuffle_seed)
+        drawn = None
+        if n_rows >= PARALLEL_ROWS:
+            drawn = pool.submit(shuffled_rows, n_rows, shuffle_seed)
         coded = tuples_from_codes(columns, setup)  # the rows' distinct tuples: all the rest
         reference = reference_from_codes(columns, setup)
         del columns  # the input's codes (1-4 bytes a cell), before the search allocates
         release_freed_memory()
-        row_order = drawn.result()
+        row_order = None if drawn is None else drawn.result()
     distinct_tuples = int(len(coded.freq.counts))
     timings["encode"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    release = release_lines(coded, setup, row_order=row_order)
+    release = release_lines(coded, setup, shuffle_seed, row_order=row_order)
     del row_order
     del coded  # with it the frequency set and the search's caches (bounds, class tables)
     release_freed_memory()  # the tuples and the search's arrays, before the release's text

@@ -352,3 +352,25 @@ def test_columns_of_many_distinct_texts_are_released_as_the_row_engine_releases_
         return sorted(zip(*(c.tolist() for c in columns.values()), strict=True))
 
     assert rows(written) == rows(expected)
+
+
+def test_a_large_tables_order_drawn_while_its_rows_are_grouped_is_the_seeded_order(
+    shared_data, tmp_path, monkeypatch
+):
+    """From PARALLEL_ROWS rows (lowered here) the command draws the published order while it
+    groups the rows instead of beside the search: a seeded release is the same file, and it
+    passes the gate."""
+    from privgate.core import fastpath
+
+    policy = _policy_k5(shared_data)
+    beside, _ = fastpath.anonymize_csv(policy, tmp_path / "beside.csv", shuffle_seed=4)
+    drawn: list[int] = []
+    shuffled = fastpath.shuffled_rows
+    monkeypatch.setattr(fastpath, "PARALLEL_ROWS", 1)
+    monkeypatch.setattr(
+        fastpath, "shuffled_rows", lambda n, seed: drawn.append(n) or shuffled(n, seed)
+    )
+    before, _ = fastpath.anonymize_csv(policy, tmp_path / "before.csv", shuffle_seed=4)
+    assert drawn == [30162]
+    assert beside.passed and before.passed
+    assert (tmp_path / "before.csv").read_bytes() == (tmp_path / "beside.csv").read_bytes()
