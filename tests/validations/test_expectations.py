@@ -388,11 +388,21 @@ def test_min_class_size_is_measured_by_great_expectations_not_by_the_gate(tmp_pa
 
 
 def test_release_suite_for_local_recoding_accepts_any_level(tmp_path):
+    """Mondrian's release passes; an age range or value outside the declared 0-120 (the
+    integer interval hierarchy's local recoding accepted any number: ``200-300``) fails."""
     policy = POLICY.with_overrides(**{"algorithm.name": "mondrian"})
     path, manifest, _ = release_for(good_text(), tmp_path, policy)
     assert manifest["transformation"] == {}
     summary = validate_release_expectations(path, policy, HIERARCHIES, manifest)
     assert summary["success"], [e for e in summary["expectations"] if not e["success"]]
+    release = pd.read_csv(path, dtype=object)
+    assert release["age"].str.fullmatch(r"\d+-\d+").all()  # ranges (31-38, 52-57)
+    outside = ["200-300", "121", "30-130", "-5-30", "28.5-32", "[30, 40)"]
+    release.loc[release.index[: len(outside)], "age"] = outside
+    release.to_csv(path, index=False)
+    summary = validate_release_expectations(path, policy, HIERARCHIES, manifest)
+    [failed] = checks(summary, success=False)["generalized_domain"]
+    assert failed["column"] == "age" and failed["unexpected_count"] == len(outside)
     suite = build_release_suite(policy, HIERARCHIES, manifest)
     assert not any(
         e.meta["privgate"]["check"] == "suppression_marker" and e.column in policy.quasi_identifiers

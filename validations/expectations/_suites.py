@@ -40,6 +40,11 @@ _TYPE_LISTS = {
     ColumnType.DATETIME: ["StringDtype", "str"],
 }
 
+#: A numeric domain (a label hierarchy's, or an integer column's declared range) of at most
+#: this many numbers is spelled out as the ends a local recoding range may have; a larger one
+#: is checked with the number pattern.
+_RANGE_ENDS = 2_000
+
 _INTEGER = r"-?\d+"
 _NUMBER = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 
@@ -213,8 +218,11 @@ def _labels(hierarchy: Hierarchy, level: int | None) -> list[str] | None:
     return sorted({str(v) for v in cells})
 
 
-def _interval_domain(hierarchy: IntervalHierarchy, level: int | None) -> tuple[str, Any]:
-    """``("set", labels)`` or ``("regex", pattern)`` of an interval hierarchy at ``level``."""
+def _interval_domain(
+    hierarchy: IntervalHierarchy, level: int | None, column_type: ColumnType | None = None
+) -> tuple[str, Any]:
+    """``("set", labels)`` or ``("regex", pattern)`` of an interval hierarchy at ``level``
+    (``column_type``: the column's declared numeric type, ``None`` if not numeric)."""
     low, high = hierarchy.minimum, hierarchy.maximum
     integer = (
         all(float(b).is_integer() for b in hierarchy.bands) and float(hierarchy.start).is_integer()
@@ -237,6 +245,20 @@ def _interval_domain(hierarchy: IntervalHierarchy, level: int | None) -> tuple[s
             return "regex", rf"^{number}-{number}$"
         return "regex", rf"^\[{number}, {number}\)$"
     # Local recoding (Mondrian): a value, a range of values, or a band label.
+    if (
+        integer
+        and column_type is ColumnType.INTEGER
+        and low is not None
+        and high is not None
+        and high - low < _RANGE_ENDS
+    ):
+        # An integer column's declared range, spelled out: a range's ends are values of the
+        # input, inside it (a range ``200-300`` of ages 0-120 is no generalization of any).
+        values = list(range(math.ceil(low), math.floor(high) + 1))
+        ends = "|".join(str(v) for v in sorted(values, key=lambda v: (-len(str(v)), v)))
+        bands = sorted({str(v) for v in hierarchy.generalize(values)[:, 1:].reshape(-1)})
+        labels = "|".join(re.escape(b) for b in bands)
+        return "regex", rf"^(?:(?:{ends})(?:-(?:{ends}))?|{labels})$"
     return "regex", rf"^(?:{number}(?:-{number})?|\[{number}, {number}\)|\*)$"
 
 
@@ -246,11 +268,6 @@ def _masking_regex(hierarchy: MaskingHierarchy, level: int | None) -> str:
     if level is not None:
         return rf"^{plain}{{{hierarchy.length - level}}}{mask}{{{level}}}$"
     return rf"^(?:{plain}{{0,{hierarchy.length}}}{mask}{{0,{hierarchy.length}}}|\*)$"
-
-
-#: A label hierarchy's domain of at most this many numbers is spelled out as the ends a local
-#: recoding range may have; a larger one is checked with the number pattern.
-_RANGE_ENDS = 2_000
 
 
 def _range_ends(hierarchy: Hierarchy, column_type: ColumnType) -> list[str]:
@@ -319,7 +336,7 @@ def _domain_expectation(
             value_set=labels,
         )
     if isinstance(hierarchy, IntervalHierarchy):
-        kind, domain = _interval_domain(hierarchy, level)
+        kind, domain = _interval_domain(hierarchy, level, numeric)
     elif isinstance(hierarchy, MaskingHierarchy):
         kind, domain = "regex", _masking_regex(hierarchy, level)
     else:
