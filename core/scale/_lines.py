@@ -113,11 +113,7 @@ def tuples_from_codes(columns: Mapping[str, TextCodes], setup: SearchSetup) -> C
     if width == len(names):
         histogram_tuples, histogram_counts = tuples, counts
     else:  # the same grouping's tuples projected on the searched columns, counts summed
-        projected = [tuples[:, j] for j in range(width)]
-        histogram_tuples, inverse, _ = group_codes(
-            projected, radices[:width], len(tuples), offset=1
-        )
-        histogram_counts = np.bincount(inverse, weights=counts, minlength=len(histogram_tuples))
+        histogram_tuples, histogram_counts = _prefix_groups(tuples, counts, width)
     histogram = PartialHistogram(
         tuple(searched),
         tuple(values[:width]),
@@ -126,6 +122,27 @@ def tuples_from_codes(columns: Mapping[str, TextCodes], setup: SearchSetup) -> C
     )
     freq = frequency_set_from_histogram(histogram, setup.hierarchies, setup.sensitive)
     return CodedTuples(tuple(names), tuple(values), tuples, row_to_tuple, freq)
+
+
+def _prefix_groups(
+    tuples: np.ndarray, counts: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``tuples[:, :width]`` (sorted) and the summed ``counts`` of each.
+
+    Why not a second grouping: ``tuples`` are distinct and sorted lexicographically, column 0
+    first (:func:`group_codes`), so their projection on the leading ``width`` columns is
+    sorted too and each distinct projected row is one run of equal rows: a comparison of
+    neighbours finds the runs, where hashing the million tuples of a 10M-row table again took
+    0.5 s (issue 18).
+    """
+    if not len(tuples):
+        return tuples[:, :width], counts[:0]
+    prefix = tuples[:, :width]
+    starts = np.empty(len(tuples), dtype=bool)
+    starts[0] = True
+    np.any(prefix[1:] != prefix[:-1], axis=1, out=starts[1:])
+    first = np.flatnonzero(starts)
+    return prefix[first], np.add.reduceat(counts, first)
 
 
 def release_lines(
