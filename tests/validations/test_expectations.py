@@ -330,6 +330,7 @@ def test_release_suite_passes_on_a_real_release(tmp_path):
         "row_count_manifest",
         "row_count_suppression",
         "generalized_domain",
+        "ordered_ranges",
         "suppression_marker",
         "min_class_size",
     }
@@ -408,6 +409,56 @@ def test_release_suite_for_local_recoding_accepts_any_level(tmp_path):
         e.meta["privgate"]["check"] == "suppression_marker" and e.column in policy.quasi_identifiers
         for e in suite.expectations
     )
+
+
+def test_release_suite_refuses_ranges_that_hold_no_number(tmp_path):
+    """Mondrian's ranges are "lo-hi" with lo < hi; a range with its ends swapped ("57-31") or
+    a half-open one that is empty passed every check (the domain checks take each end alone),
+    stating an age no record has. Every such cell is now an unexpected value; the release's
+    own ranges and a width-1 band ("30-30") still pass."""
+    policy = POLICY.with_overrides(**{"algorithm.name": "mondrian"})
+    path, manifest, _ = release_for(good_text(), tmp_path, policy)
+    release = pd.read_csv(path, dtype=object)
+    inverted = ["57-31", "38-31", "120-0"]
+    release.loc[release.index[: len(inverted)], "age"] = inverted
+    release.to_csv(path, index=False)
+    summary = validate_release_expectations(path, policy, HIERARCHIES, manifest)
+    failed = checks(summary, success=False)
+    # Each end is an age of the declared range, so the domain check passes them; the changed
+    # cells also split classes (min_class_size), which says nothing of the ranges.
+    assert set(failed) == {"ordered_ranges", "min_class_size"}, failed
+    [ordered] = failed["ordered_ranges"]
+    assert ordered["column"] == "age" and ordered["unexpected_count"] == len(inverted)
+    assert set(ordered["unexpected_values"]) == set(inverted)
+    assert "every range holds a number" in format_check(ordered)
+    with pytest.raises(ReleaseContractError, match="57-31"):
+        raise_for_release(summary)
+
+
+@pytest.mark.parametrize(
+    ("cell", "ordered"),
+    [
+        ("31-57", True),
+        ("30-30", True),
+        ("57-31", False),
+        ("-5--3", True),
+        ("-3--5", False),
+        ("28.5-32", True),
+        ("32-28.5", False),
+        ("[30.0, 40.0)", True),
+        ("[40.0, 40.0)", False),
+        ("[50, 40)", False),
+        ("2020-05", False),
+        ("Male", True),
+        ("*", True),
+        ("", True),
+    ],
+)
+def test_is_ordered_range(cell, ordered):
+    from privgate.validations.expectations._gx import is_ordered_range
+
+    assert is_ordered_range(cell) is ordered
+    assert is_ordered_range(cell, {cell}) is True  # a hierarchy's own label, as it is
 
 
 def test_release_suite_accepts_local_recoding_ranges_of_a_numeric_column_with_a_label_hierarchy(
@@ -541,7 +592,7 @@ def test_adult_data_docs_render_in_chromium(shared_data: SharedData, tmp_path):
     assert "adult.input: PASSED, 29 of 29 expectations met" in index
     assert "column 'native-country' in its hierarchy's domain (41 values)" in index
     index = _render(Path(docs["release"]).as_uri(), tmp_path)
-    assert "adult.release: PASSED, 20 of 20 expectations met" in index
+    assert "adult.release: PASSED, 21 of 21 expectations met" in index
     assert "every equivalence class over the 8 quasi-identifiers holds at least k = 5" in index
     page = next((Path(docs["release"]).parent / "validations").rglob("*.html"))
     rendered = _render(page.as_uri(), tmp_path)

@@ -9,7 +9,8 @@ release:
   column's declared categories and range, at least ``k`` rows, unique direct identifiers;
 * the **release suite** (``<dataset>.release``), run on the release file as written and re-read
   as text: no direct identifier column, exactly the released columns, every quasi-identifier
-  value inside its generalized domain (the labels of the level the algorithm chose), the
+  value inside its generalized domain (the labels of the level the algorithm chose), every
+  numeric range holding a number (``57-31`` is refused: a custom expectation), the
   suppression marker ``*`` only where generalization to the top level allows it, every
   equivalence class of at least ``k`` records (a custom expectation computed by Great
   Expectations itself, not by the gate), and row counts consistent with the manifest.

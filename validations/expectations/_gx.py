@@ -1,4 +1,4 @@
-"""Great Expectations, imported on first use, with privgate's two custom expectations.
+"""Great Expectations, imported on first use, with privgate's three custom expectations.
 
 Great Expectations takes about 3 s to import, so nothing imports it until a suite runs; its
 usage analytics are switched off before it is imported, and every context is ephemeral (in
@@ -10,11 +10,41 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-__all__ = ["SITE_NAME", "ephemeral_context", "gx_api", "tagged_expectation"]
+__all__ = ["SITE_NAME", "ephemeral_context", "gx_api", "is_ordered_range", "tagged_expectation"]
+
+_NUMBER = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+#: A closed range ``lo-hi`` (integers, local recoding's region labels) and a half-open one
+#: ``[lo, hi)`` (a float interval hierarchy's bands).
+_CLOSED = re.compile(rf"({_NUMBER})-({_NUMBER})")
+_HALF_OPEN = re.compile(rf"\[({_NUMBER}), ({_NUMBER})\)")
+
+
+def is_ordered_range(cell: object, labels: frozenset[str] | set[str] = frozenset()) -> bool:
+    """``False`` for a numeric range that holds no number: ``lo-hi`` with ``lo > hi``, or
+    ``[lo, hi)`` with ``lo >= hi``; ``True`` for any other cell and for one of ``labels`` (a
+    hierarchy's own labels, whatever they look like).
+
+    Why: the domain checks accept a range whose ends are values of the column's domain, in
+    either order, so ``57-31`` passed as an age of a release: a range that states no value of
+    the record it stands for. Whether a range holds the record's own value needs the input;
+    this is what the written file alone can refute.
+    """
+    text = str(cell)
+    if text in labels:
+        return True
+    closed = _CLOSED.fullmatch(text)
+    if closed:
+        return float(closed.group(1)) <= float(closed.group(2))
+    half_open = _HALF_OPEN.fullmatch(text)
+    if half_open:
+        return float(half_open.group(1)) < float(half_open.group(2))
+    return True
+
 
 #: The Data Docs site written next to a release (the ephemeral context already has a
 #: ``local_site`` of its own, in a temporary folder, which is never built).
@@ -30,7 +60,14 @@ def gx_api() -> SimpleNamespace:
     import great_expectations as gx
     from great_expectations.core.metric_domain_types import MetricDomainTypes
     from great_expectations.execution_engine import PandasExecutionEngine
-    from great_expectations.expectations.expectation import BatchExpectation
+    from great_expectations.expectations.expectation import (
+        BatchExpectation,
+        ColumnMapExpectation,
+    )
+    from great_expectations.expectations.metrics.map_metric_provider import (
+        ColumnMapMetricProvider,
+        column_condition_partial,
+    )
     from great_expectations.expectations.metrics.metric_provider import metric_value
     from great_expectations.expectations.metrics.table_metric_provider import (
         TableMetricProvider,
@@ -159,9 +196,47 @@ def gx_api() -> SimpleNamespace:
                 runtime_configuration,
             )
 
+    class ColumnValuesOrderedRange(ColumnMapMetricProvider):
+        """Per cell: :func:`is_ordered_range`."""
+
+        condition_metric_name = "column_values.privgate_ordered_range"
+        condition_value_keys = ("labels",)
+
+        @column_condition_partial(engine=PandasExecutionEngine)
+        def _pandas(cls, column: Any, labels: list, **kwargs: Any) -> Any:
+            exempt = frozenset(labels)
+            return column.map(lambda cell: is_ordered_range(cell, exempt)).astype(bool)
+
+    class ExpectColumnRangesToBeOrdered(ColumnMapExpectation):
+        """Every numeric range in the column holds a number (:func:`is_ordered_range`);
+        ``labels`` are the column's hierarchy labels, accepted as they are."""
+
+        labels: list[str] = []
+
+        map_metric = "column_values.privgate_ordered_range"
+        success_keys = ("labels", "mostly")
+        args_keys = ("column", "labels")
+
+        @classmethod
+        @renderer(renderer_type=LegacyRendererType.PRESCRIPTIVE)
+        def _prescriptive_renderer(
+            cls,
+            configuration: Any = None,
+            result: Any = None,
+            runtime_configuration: dict | None = None,
+            **kwargs: Any,
+        ) -> list:
+            kw = kwargs_of(configuration, result)
+            return template(
+                "$column: every range lo-hi has lo <= hi, every [lo, hi) has lo < hi.",
+                {"column": kw.get("column")},
+                runtime_configuration,
+            )
+
     return SimpleNamespace(
         gx=gx,
         E=gx.expectations,
+        ExpectColumnRangesToBeOrdered=ExpectColumnRangesToBeOrdered,
         ExpectEquivalenceClassSizeToBeAtLeast=ExpectEquivalenceClassSizeToBeAtLeast,
         ExpectTableColumnsToExclude=ExpectTableColumnsToExclude,
     )

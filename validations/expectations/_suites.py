@@ -19,7 +19,7 @@ from privgate.core.hierarchy import (
     value_key,
 )
 from privgate.core.policy import ColumnType, ReleasePolicy
-from privgate.validations.expectations._gx import gx_api, tagged_expectation
+from privgate.validations.expectations._gx import _NUMBER, gx_api, tagged_expectation
 
 __all__ = ["SUPPRESSION_MARKER", "build_input_suite", "build_release_suite"]
 
@@ -46,7 +46,6 @@ _TYPE_LISTS = {
 _RANGE_ENDS = 2_000
 
 _INTEGER = r"-?\d+"
-_NUMBER = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 
 
 def _numeric_domain(values: Sequence[str], column_type: ColumnType) -> list:
@@ -449,6 +448,19 @@ def build_release_suite(
         domain = _domain_expectation(name, hierarchy, level, numeric)
         if domain is not None:
             expectations.append(domain)
+        if numeric is not None:
+            # The domain checks take a range's ends one at a time: "57-31" passed as an age.
+            expectations.append(
+                tagged_expectation(
+                    "ExpectColumnRangesToBeOrdered",
+                    "ordered_ranges",
+                    f"column {name!r}: every range holds a number (lo <= hi, [lo, hi) with "
+                    "lo < hi)",
+                    "a range that holds no number states no record's value",
+                    column=name,
+                    labels=_labels(hierarchy, None) or [],
+                )
+            )
         if level is not None and level < hierarchy.height:
             expectations.append(
                 tagged_expectation(
