@@ -4,7 +4,9 @@ The gate trusts nothing the algorithm computed. It re-reads the release file (al
 exactly as a recipient would see them), recomputes the equivalence classes over the quasi-
 identifier columns with a plain group-by, and measures every criterion of the policy on them:
 k, l-diversity, t-closeness, the number of suppressed records, and that no direct identifier or
-undeclared column is present. The decision and its reasons are data, written to the manifest.
+undeclared column is present; for local recoding, also that the numeric ranges written can
+each hold a distinct input record's value (:mod:`privgate.core.label_coverage`). The decision
+and its reasons are data, written to the manifest.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from privgate.core.encoding import (
     is_missing,
 )
 from privgate.core.exceptions import VerificationError
+from privgate.core.label_coverage import unmatched_labels
 from privgate.core.privacy import (
     Population,
     PrivacyModel,
@@ -479,6 +482,7 @@ def verify_table(
     persons: Sequence[object] | None = None,
     input_persons: int | None = None,
     reference: Mapping[str, Mapping[str, int]] | None = None,
+    input_numbers: Mapping[str, np.ndarray] | None = None,
 ) -> GateDecision:
     """Measure a release table against the privacy models and the policy's other limits.
 
@@ -509,6 +513,11 @@ def verify_table(
         this distribution, as the search does: with suppression, the input's distribution,
         not the released records'. Without it, the released records' distribution is used,
         which equals the input's when nothing is suppressed.
+    input_numbers : mapping of str to ndarray, optional
+        Per numeric column, every input record's value (``NaN``: missing): the released
+        cells must each be matchable to a distinct one their label holds
+        (:func:`privgate.core.label_coverage.unmatched_labels`), or the file misstates the
+        data. Given for local recoding, whose ranges are the algorithm's own.
     """
     reasons = check_columns(
         list(release), quasi_identifiers, models, expected_columns, forbidden_columns
@@ -526,6 +535,7 @@ def verify_table(
     if population is not None:
         stats, problems = with_population(stats, release, quasi_identifiers, population)
         reasons += problems
+    reasons += _misstated(release, input_numbers or {})
     away = generalized_away(release, quasi_identifiers)
     if persons is None:
         decision = decide(stats, n_rows, models, reasons, input_rows, suppression_limit)
@@ -540,6 +550,24 @@ def verify_table(
     )
     decision.measurements.update(rows=n_rows, persons=released_persons, generalized_away=away)
     return decision
+
+
+def _misstated(release: object, input_numbers: Mapping[str, np.ndarray]) -> list[str]:
+    """Reasons to block: released numeric labels no distinct input values can stand under."""
+    reasons = []
+    for name, values in input_numbers.items():
+        if name not in release:  # type: ignore[operator]
+            continue  # reported by check_columns
+        codes, texts = _text_codes(release[name])  # type: ignore[index]
+        counts = np.bincount(codes.astype(np.int64) + 1, minlength=len(texts) + 1)
+        labels = [None, *texts.tolist()]
+        unmatched = unmatched_labels(labels, counts.tolist(), values)
+        if unmatched:
+            reasons.append(
+                f"column {name!r}: {unmatched} released cell(s) state values the input does "
+                "not hold (no distinct input record's value lies in each cell's range)"
+            )
+    return reasons
 
 
 def sensitive_columns_of(models: Sequence[PrivacyModel]) -> list[str]:

@@ -208,6 +208,10 @@ class AnonymizedTable:
     persons: np.ndarray | None = None
     input_persons: int | None = None
     reference: dict | None = None
+    #: Local recoding (no level per quasi-identifier): each numeric quasi-identifier's input
+    #: values, every record's, for the gate's check that the written ranges hold them
+    #: (:func:`privgate.core.label_coverage.unmatched_labels`).
+    input_numbers: dict | None = None
     #: Each kept row's history key (aligned with ``frame``) when the policy checks the release
     #: history: who went into which class, recorded privately on publication.
     history_keys: np.ndarray | None = None
@@ -216,6 +220,7 @@ class AnonymizedTable:
         """The private facts as keyword arguments of :func:`verify` (those that are set)."""
         facts = {"persons": self.persons, "input_persons": self.input_persons}
         facts["reference"] = self.reference
+        facts["input_numbers"] = self.input_numbers
         return {k: v for k, v in facts.items() if v is not None}
 
     @property
@@ -278,6 +283,13 @@ def anonymize(
             metrics["input_persons"] = input_persons
         if setup.history_key is not None:
             history_keys = frame[setup.history_key].astype("string").to_numpy(dtype=object)[kept]
+        input_numbers = None
+        if result.levels is None and setup.numeric:  # local recoding: ranges of its own
+            input_numbers = {
+                q: pd.to_numeric(frame[q], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+                for q in planned.covered
+                if q in setup.numeric
+            }
         tables.append(
             AnonymizedTable(
                 release,
@@ -288,6 +300,7 @@ def anonymize(
                 persons=persons,
                 input_persons=input_persons,
                 reference=reference,
+                input_numbers=input_numbers,
                 history_keys=history_keys,
             )
         )
