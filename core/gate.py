@@ -482,7 +482,7 @@ def verify_table(
     persons: Sequence[object] | None = None,
     input_persons: int | None = None,
     reference: Mapping[str, Mapping[str, int]] | None = None,
-    input_numbers: Mapping[str, np.ndarray] | None = None,
+    input_numbers: Mapping[str, tuple[np.ndarray, Mapping]] | None = None,
 ) -> GateDecision:
     """Measure a release table against the privacy models and the policy's other limits.
 
@@ -513,11 +513,11 @@ def verify_table(
         this distribution, as the search does: with suppression, the input's distribution,
         not the released records'. Without it, the released records' distribution is used,
         which equals the input's when nothing is suppressed.
-    input_numbers : mapping of str to ndarray, optional
-        Per numeric column, every input record's value (``NaN``: missing): the released
-        cells must each be matchable to a distinct one their label holds
-        (:func:`privgate.core.label_coverage.unmatched_labels`), or the file misstates the
-        data. Given for local recoding, whose ranges are the algorithm's own.
+    input_numbers : mapping of str to (ndarray, dict), optional
+        Per numeric column, every input record's value (``NaN``: missing) and what each of
+        its hierarchy's labels stands for (:func:`privgate.core.label_coverage.hierarchy_spans`):
+        the released cells must each be matchable to a distinct value their label holds, or
+        the file misstates the data. Given for local recoding, whose ranges are its own.
     """
     reasons = check_columns(
         list(release), quasi_identifiers, models, expected_columns, forbidden_columns
@@ -552,16 +552,18 @@ def verify_table(
     return decision
 
 
-def _misstated(release: object, input_numbers: Mapping[str, np.ndarray]) -> list[str]:
+def _misstated(
+    release: object, input_numbers: Mapping[str, tuple[np.ndarray, Mapping]]
+) -> list[str]:
     """Reasons to block: released numeric labels no distinct input values can stand under."""
     reasons = []
-    for name, values in input_numbers.items():
+    for name, (values, spans) in input_numbers.items():
         if name not in release:  # type: ignore[operator]
             continue  # reported by check_columns
         codes, texts = _text_codes(release[name])  # type: ignore[index]
         counts = np.bincount(codes.astype(np.int64) + 1, minlength=len(texts) + 1)
         labels = [None, *texts.tolist()]
-        unmatched = unmatched_labels(labels, counts.tolist(), values)
+        unmatched = unmatched_labels(labels, counts.tolist(), values, spans)
         if unmatched:
             reasons.append(
                 f"column {name!r}: {unmatched} released cell(s) state values the input does "

@@ -12,19 +12,21 @@ an interval matching, decided exactly by the greedy rule (ranges by their high e
 the smallest free value it holds). It is a per-column check: necessary, not sufficient for the
 records' joint truth, and cheap (one pass over the distinct labels and distinct values).
 
-A cell that is neither a number nor a range (``*``, ``90+``, a hierarchy's word label, a
-missing cell) may stand for any value here.
+A label of the column's hierarchy stands for the span of the input values the hierarchy maps
+to it (:func:`hierarchy_spans`: ARX's Adult hierarchy puts age 90 under ``85-89``, so its
+labels cannot be read as numbers). Any other cell that is neither a number nor a range
+(``*``, ``90+``, a missing cell) may stand for any value here.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["label_interval", "unmatched_labels"]
+__all__ = ["hierarchy_spans", "label_interval", "unmatched_labels"]
 
 _NUMBER = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _PLAIN = re.compile(_NUMBER)
@@ -53,8 +55,35 @@ def label_interval(cell: str | None) -> tuple[float, float] | None:
     return None
 
 
+def hierarchy_spans(hierarchy: object, values: np.ndarray) -> dict[str, tuple[float, float] | None]:
+    """Each label the hierarchy gives the input's ``values`` above level 0: the smallest and
+    largest value it maps there, or ``None`` when it also maps a missing value there (the
+    label may then stand for any record)."""
+    numbers = np.asarray(values, dtype=float)
+    present = np.unique(numbers[~np.isnan(numbers)])
+    distinct: list = [int(v) if float(v).is_integer() else float(v) for v in present.tolist()]
+    if np.isnan(numbers).any():
+        distinct.append(None)
+    if not distinct:
+        return {}
+    table = hierarchy.generalize(distinct)  # type: ignore[attr-defined]
+    spans: dict[str, tuple[float, float] | None] = {}
+    for row, value in zip(table, distinct, strict=True):
+        for label in row[1:]:
+            key = str(label)
+            if value is None or (key in spans and spans[key] is None):
+                spans[key] = None
+                continue
+            low, high = spans.get(key, (value, value))  # type: ignore[misc]
+            spans[key] = (min(low, value), max(high, value))
+    return spans
+
+
 def unmatched_labels(
-    labels: Sequence[str | None], counts: Sequence[int], values: np.ndarray
+    labels: Sequence[str | None],
+    counts: Sequence[int],
+    values: np.ndarray,
+    spans: Mapping[str, tuple[float, float] | None] | None = None,
 ) -> int:
     """How many released cells cannot each be given a distinct input value their label holds.
 
@@ -63,6 +92,8 @@ def unmatched_labels(
     labels, counts : the column's distinct released cells and how many rows hold each.
     values : the column's input values as numbers (every input record, suppressed or not;
         ``NaN`` for a missing one).
+    spans : what a hierarchy label stands for (:func:`hierarchy_spans`); a label that also
+        reads as a range stands for the hull of both.
 
     Returns
     -------
@@ -78,6 +109,17 @@ def unmatched_labels(
     ranges, anywhere = [], 0
     for label, count in zip(labels, counts, strict=True):
         interval = label_interval(label)
+        if spans is not None and label is not None and label in spans:
+            span = spans[label]
+            # A hierarchy label holds what the hierarchy maps to it; one that also reads as a
+            # range (a region's own "20-39") may mean either: the hull of both.
+            interval = (
+                None
+                if span is None
+                else span
+                if interval is None
+                else (min(span[0], interval[0]), max(span[1], interval[1]))
+            )
         if interval is None:
             anywhere += int(count)
         else:

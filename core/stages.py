@@ -59,6 +59,7 @@ from privgate.core.history import (
     with_history,
 )
 from privgate.core.ingest import read_table
+from privgate.core.label_coverage import hierarchy_spans
 from privgate.core.metrics import precision, table_loss
 from privgate.core.policy import ReleasePolicy
 from privgate.core.privacy import reference_columns
@@ -209,7 +210,8 @@ class AnonymizedTable:
     input_persons: int | None = None
     reference: dict | None = None
     #: Local recoding (no level per quasi-identifier): each numeric quasi-identifier's input
-    #: values, every record's, for the gate's check that the written ranges hold them
+    #: values, every record's, and what each of its hierarchy's labels stands for, for the
+    #: gate's check that the written ranges hold them
     #: (:func:`privgate.core.label_coverage.unmatched_labels`).
     input_numbers: dict | None = None
     #: Each kept row's history key (aligned with ``frame``) when the policy checks the release
@@ -285,11 +287,14 @@ def anonymize(
             history_keys = frame[setup.history_key].astype("string").to_numpy(dtype=object)[kept]
         input_numbers = None
         if result.levels is None and setup.numeric:  # local recoding: ranges of its own
-            input_numbers = {
-                q: pd.to_numeric(frame[q], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-                for q in planned.covered
-                if q in setup.numeric
-            }
+            input_numbers = {}
+            for q in planned.covered:
+                if q in setup.numeric:
+                    values = pd.to_numeric(frame[q], errors="coerce").to_numpy(
+                        dtype=float, na_value=np.nan
+                    )
+                    spans = hierarchy_spans(setup.hierarchies[q], values)
+                    input_numbers[q] = (values, spans)
         tables.append(
             AnonymizedTable(
                 release,
