@@ -361,3 +361,37 @@ def test_codes_take_the_narrowest_type_their_texts_allow(tmp_path, monkeypatch, 
         write_coded_csv(tmp_path / f"{by}.csv", coded, rows)
         assert (tmp_path / f"{by}.csv").read_bytes() == (tmp_path / "reference.csv").read_bytes()
     assert TextCodes.from_text(text["wide"]).codes.dtype == dtype
+
+
+#: More files on which the two readers could part ways (review15): line ends mixed or lone
+#: "\r" blank lines, byte-order marks off the first byte, bytes that are not UTF-8 (an
+#: overlong NUL, an encoded surrogate), characters that other line splitters take for line
+#: ends (U+2028, NEL, VT, FF, FS), a trailing delimiter, a row of one space.
+EDGE_BYTES = {
+    "mixed_line_ends": b"a,b\n1,2\r\n3,4\r5,6",
+    "lone_cr_blank_line": b"a,b\n1,2\r\r3,4\n",
+    "cr_ended_header_then_lf": b"a,b\r\n1,2\n",
+    "header_only_no_newline": b"a,b",
+    "header_cr_only": b"a,b\r",
+    "byte_order_mark_in_a_cell": b"a,b\n\xef\xbb\xbf1,2\n",
+    "two_byte_order_marks": b"\xef\xbb\xbf\xef\xbb\xbfa,b\n1,2\n",
+    "overlong_nul": b"a,b\n\xc0\x80,2\n",
+    "encoded_surrogate": b"a,b\n\xed\xa0\x80,2\n",
+    "line_separator_u2028": "a,b\n1\u2028x,2\n".encode(),
+    "next_line_nel": "a,b\n1\x85x,2\n".encode(),
+    "vt_ff_fs": b"a,b\n1\x0bx,2\n1\x0cy,3\n1\x1cz,4\n",
+    "tab_in_cell": b"a,b\n\t1,2\n",
+    "trailing_delimiter": b"a,b\n1,2,\n",
+    "one_space_row": b"a,b\n \n",
+    "only_blank_lines": b"\n\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDGE_BYTES))
+@pytest.mark.parametrize("header", [True, False])
+def test_coded_reader_reads_the_reference_readers_cells_on_odd_bytes(tmp_path, name, header):
+    path = tmp_path / f"{name}.csv"
+    path.write_bytes(EDGE_BYTES[name])
+    assert _cells(read_coded_csv, path, header=header) == _cells(
+        read_text_columns, path, header=header
+    )
