@@ -301,7 +301,10 @@ def read_coded_csv(
     codec = "utf-8-sig" if encoding.lower().replace("_", "-") == "utf-8" else encoding
     names = _header(path, delimiter, codec, header)
     columns = None
-    if names is not None and delimiter != '"' and (header or not _has_bom(path)):
+    # A marker holding a quote or a NUL byte: pyarrow would read a cell equal to it (quoting
+    # off) as missing, which the reference reader parses as quoted text or refuses.
+    plain_markers = not any('"' in m or "\x00" in m for m in markers)
+    if names is not None and delimiter != '"' and plain_markers and (header or not _has_bom(path)):
         arrow_codec = "utf8" if codec == "utf-8-sig" else codec  # the BOM is on the header line
         try:
             columns = _read_arrow(path, names, delimiter, arrow_codec, header, markers)

@@ -67,6 +67,20 @@ def test_coded_reader_refuses_undecodable_bytes_like_the_reference(tmp_path):
     assert _cells(read_coded_csv, path)[0] == "refused"
 
 
+@pytest.mark.parametrize(
+    ("text", "missing"),
+    [('a,b\n",1\n3,4\n', ['"', ""]), ('a,b\nx"y,1\n3,4\n', ['x"y']), ("a,b\n\x00,1\n", ["\x00"])],
+)
+def test_coded_reader_reads_a_marker_holding_a_quote_as_the_reference(tmp_path, text, missing):
+    """A cell equal to a missing marker that holds a quote character (or a NUL byte) is
+    judged by the reference reader: pyarrow, splitting with quoting off, read ``"`` as a
+    missing cell where the reference reader refuses the file (an unclosed quote)."""
+    path = tmp_path / "marker.csv"
+    path.write_bytes(text.encode("utf-8"))
+    options = {"missing": missing}
+    assert _cells(read_coded_csv, path, **options) == _cells(read_text_columns, path, **options)
+
+
 def test_coded_reader_on_adult_with_markers(shared_data):
     path = shared_data("arx/adult.csv")
     options = {"delimiter": ";", "missing": ["", "?"]}
