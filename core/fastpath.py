@@ -36,7 +36,7 @@ from privgate.core.encoding import PARALLEL_ROWS
 from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
 from privgate.core.policy import ReleasePolicy
-from privgate.core.publish import sync_to_disk
+from privgate.core.publish import staging_owner, sweep_stale_files, sync_to_disk
 from privgate.core.scale import (
     reference_from_codes,
     release_lines,
@@ -136,7 +136,10 @@ def anonymize_csv(
     mark = time.perf_counter()
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    staging = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    # Named after its owner: a process killed before the rename leaves it, and the next run
+    # to the same output removes it once that owner is gone.
+    staging = output.with_name(f".{output.name}.{staging_owner()}.tmp")
+    sweep_stale_files(output.parent, f".{output.name}.", ".tmp")
     expected_rows = n_rows - release.plan.suppressed
     try:  # a failed write or gate leaves no partial file (a release as large as the table)
         write_coded_csv(staging, release.lines, release.ids)

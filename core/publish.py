@@ -50,6 +50,7 @@ __all__ = [
     "staging_owner",
     "sync_to_disk",
     "sweep_stale",
+    "sweep_stale_files",
 ]
 
 _CHUNK = 1 << 20
@@ -191,6 +192,42 @@ def sweep_stale(dataset_dir: Path, now: float | None = None) -> list[Path]:
     for entry in entries:  # sweeps interrupted by their own crash
         if entry.name.startswith(".swept-") and entry.exists():
             shutil.rmtree(entry, ignore_errors=True)
+    return removed
+
+
+def sweep_stale_files(directory: Path, prefix: str, suffix: str) -> list[Path]:
+    """Remove the files ``<prefix><owner><suffix>`` in ``directory`` whose owner
+    (:func:`staging_owner`) is gone, as :func:`sweep_stale` does for staging folders: one of a
+    live process on this host is kept; one whose owner cannot be asked (another host, or no
+    owner in its name) only once older than :data:`FOREIGN_STALE_SECONDS`.
+
+    Why: ``privgate anonymize`` writes its release under such a hidden name and renames it
+    only once the gate has passed it; a process killed before that (an out-of-memory kill
+    at 10M rows) left the whole unverified release there for good.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(Path(directory).iterdir())
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(suffix)) or len(name) <= len(
+            prefix
+        ) + len(suffix):
+            continue
+        alive = _owner_alive(name[len(prefix) : len(name) - len(suffix)])
+        try:
+            if alive is None:
+                alive = now - entry.stat().st_mtime < FOREIGN_STALE_SECONDS
+            if not alive and entry.is_file():
+                entry.unlink()
+        except OSError:
+            continue  # gone already, or not ours to remove
+        if not alive:
+            _log.warning("removed %s, left behind by a process that is gone", entry)
+            removed.append(entry)
     return removed
 
 

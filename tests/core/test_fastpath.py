@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 from adult_reference import ADULT_QI
 from pycanon import anonymity
 
+from privgate.core.publish import staging_owner
 from privgate.flows.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -257,8 +257,37 @@ def test_the_verified_file_is_on_disk_before_its_name_says_release(
     monkeypatch.setattr(fastpath, "verify_release", recording_verify)
     policy = _policy_k5(shared_data).with_overrides(**{"privacy.k": 50})
     fastpath.anonymize_csv(policy, tmp_path / "out" / "release.csv", shuffle_seed=1)
-    staging = f".release.csv.{os.getpid()}.tmp"
+    staging = f".release.csv.{staging_owner()}.tmp"
     assert events == [f"sync {staging}", f"rename {staging} -> release.csv", "sync out"]
+
+
+def test_a_staging_file_left_by_a_killed_run_is_removed_by_the_next(shared_data, tmp_path):
+    """A run killed between writing and renaming leaves its hidden staging file (the whole
+    unverified release); the next run to the same output removes it once its owner is gone,
+    and keeps a live process's, another output's and a recent one it cannot ask about."""
+    from privgate.core import fastpath
+
+    host, pid, _ = staging_owner().split(".")
+    gone = f"{host}.{_exited_pid()}.1"
+    stale = tmp_path / f".release.csv.{gone}.tmp"
+    live = tmp_path / f".release.csv.{host}.{pid}.0.tmp"
+    foreign = tmp_path / ".release.csv.00000000.1.1.tmp"
+    other = tmp_path / f".other.csv.{gone}.tmp"
+    for path in (stale, live, foreign, other):
+        path.write_text("unverified")
+    policy = _policy_k5(shared_data).with_overrides(**{"privacy.k": 50})
+    fastpath.anonymize_csv(policy, tmp_path / "release.csv", shuffle_seed=1)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted(["release.csv", live.name, foreign.name, other.name])
+
+
+def _exited_pid() -> int:
+    """The pid of a child that has exited and been reaped."""
+    import subprocess
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
 
 
 #: Runs `privgate anonymize` in a fresh interpreter and prints which heavy modules it loaded.
