@@ -35,6 +35,7 @@ from privgate.core.columnar import (
 from privgate.core.encoding import PARALLEL_ROWS
 from privgate.core.exceptions import GateBlockedError, IngestError
 from privgate.core.gate import GateDecision, verify_release
+from privgate.core.marginals import generalized_texts, text_counts
 from privgate.core.policy import ReleasePolicy
 from privgate.core.publish import staging_owner, sweep_stale_files, sync_to_disk
 from privgate.core.scale import (
@@ -119,6 +120,15 @@ def anonymize_csv(
             drawn = pool.submit(shuffled_rows, n_rows, shuffle_seed)
         coded = tuples_from_codes(columns, setup)  # the rows' distinct tuples: all the rest
         reference = reference_from_codes(columns, setup)
+        # What each released column may hold, for the gate's check that the written file is a
+        # release of the input: a quasi-identifier's distinct texts (labelled once the plan is
+        # known), another column's count of each text (one pass over its codes).
+        qi_texts = {q: columns[q].values for q in setup.quasi_identifiers}
+        marginals = {
+            name: text_counts(columns[name].codes, columns[name].values)
+            for name in setup.released_columns
+            if name not in qi_texts
+        }
         del columns  # the input's codes (1-4 bytes a cell), before the search allocates
         release_freed_memory()
         row_order = None if drawn is None else drawn.result()
@@ -131,6 +141,11 @@ def anonymize_csv(
     del coded  # with it the frequency set and the search's caches (bounds, class tables)
     release_freed_memory()  # the tuples and the search's arrays, before the release's text
     facts = (release.algorithm, release.plan.levels, release.details)
+    label_sets = {
+        q: generalized_texts(texts, setup.hierarchies[q], release.plan.levels[q])
+        for q, texts in qi_texts.items()
+    }
+    del qi_texts
     timings["search"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
@@ -158,6 +173,8 @@ def anonymize_csv(
                 list(setup.quasi_identifiers),
                 list(setup.models),
                 reference=reference,
+                marginals=marginals,
+                label_sets=label_sets,
                 expected_rows=expected_rows,  # the plan's rows: a writer losing rows is blocked
                 **setup.gate_limits(n_rows),
             )

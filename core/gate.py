@@ -30,6 +30,7 @@ from privgate.core.encoding import (
 )
 from privgate.core.exceptions import VerificationError
 from privgate.core.label_coverage import unmatched_labels
+from privgate.core.marginals import excess_cells, text_counts, unknown_texts
 from privgate.core.privacy import (
     Population,
     PrivacyModel,
@@ -483,6 +484,8 @@ def verify_table(
     input_persons: int | None = None,
     reference: Mapping[str, Mapping[str, int]] | None = None,
     input_numbers: Mapping[str, tuple[np.ndarray, Mapping]] | None = None,
+    marginals: Mapping[str, Mapping[str | None, int]] | None = None,
+    label_sets: Mapping[str, set] | None = None,
 ) -> GateDecision:
     """Measure a release table against the privacy models and the policy's other limits.
 
@@ -518,6 +521,14 @@ def verify_table(
         its hierarchy's labels stands for (:func:`privgate.core.label_coverage.hierarchy_spans`):
         the released cells must each be matchable to a distinct value their label holds, or
         the file misstates the data. Given for local recoding, whose ranges are its own.
+    marginals : mapping of str to mapping of str to int, optional
+        Per column, how many cells of each text (``None``: empty) the input allows it
+        (:mod:`privgate.core.marginals`): a column holding more of a text than that is not
+        a release of its input column (a writer that put one column's codes under another's
+        name), and is blocked.
+    label_sets : mapping of str to set, optional
+        Per quasi-identifier, the texts it may hold (its input values' labels at the plan's
+        level, :func:`privgate.core.marginals.generalized_texts`); another text blocks.
     """
     reasons = check_columns(
         list(release), quasi_identifiers, models, expected_columns, forbidden_columns
@@ -536,6 +547,7 @@ def verify_table(
         stats, problems = with_population(stats, release, quasi_identifiers, population)
         reasons += problems
     reasons += _misstated(release, input_numbers or {})
+    reasons += _beyond_input(release, marginals or {}, label_sets or {})
     away = generalized_away(release, quasi_identifiers)
     if persons is None:
         decision = decide(stats, n_rows, models, reasons, input_rows, suppression_limit)
@@ -550,6 +562,37 @@ def verify_table(
     )
     decision.measurements.update(rows=n_rows, persons=released_persons, generalized_away=away)
     return decision
+
+
+def _beyond_input(
+    release: object,
+    marginals: Mapping[str, Mapping[str | None, int]],
+    label_sets: Mapping[str, set],
+) -> list[str]:
+    """Reasons to block: columns holding texts their input column does not hold (as often)."""
+    reasons = []
+    for name, allowed_texts in label_sets.items():
+        if name not in release:  # type: ignore[operator]
+            continue  # reported by check_columns
+        _, texts = _text_codes(release[name])  # type: ignore[index]
+        unknown = unknown_texts(texts, allowed_texts)
+        if unknown:
+            reasons.append(
+                f"column {name!r}: {len(unknown)} written text(s) are no label of the input's "
+                f"values at the plan's level (e.g. {unknown[:3]}): the file is not a release of "
+                "the input"
+            )
+    for name, allowed in marginals.items():
+        if name not in release:  # type: ignore[operator]
+            continue  # reported by check_columns
+        codes, texts = _text_codes(release[name])  # type: ignore[index]
+        excess, examples = excess_cells(text_counts(codes, texts), allowed)
+        if excess:
+            reasons.append(
+                f"column {name!r}: {excess} written cell(s) beyond what the input's column "
+                f"holds (e.g. {examples}): the file is not a release of the input"
+            )
+    return reasons
 
 
 def _misstated(

@@ -188,6 +188,64 @@ def test_a_written_file_missing_a_whole_class_is_blocked_not_renamed(
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written, nothing left
 
 
+@pytest.mark.parametrize("wrong", ["ages_under_salary", "sex_and_race_swapped"])
+def test_a_file_whose_columns_are_not_the_inputs_is_blocked(
+    shared_data, tmp_path, monkeypatch, wrong
+):
+    """The gate measured only the quasi-identifier columns: a writer that put the input's
+    original ages under ``salary-class`` (every age published exactly), or swapped two
+    columns' names, left a file it passed (its named quasi-identifiers stayed 5-anonymous).
+    Each written column must hold a sub-multiset of its input column's values (labels at the
+    plan's level for a quasi-identifier)."""
+    from privgate.core import fastpath
+    from privgate.core.columnar import TextCodes, read_coded_csv
+    from privgate.core.exceptions import GateBlockedError
+
+    policy = _policy_k5(shared_data)
+    spec = policy.input
+    ages = read_coded_csv(spec.path, spec.delimiter, missing=spec.missing_values)["age"]
+    real_write = fastpath.write_coded_csv
+
+    def wrong_writer(path, columns, rows=None, delimiter=","):
+        cells = {name: TextCodes(c.codes[rows], c.values) for name, c in columns.items()}
+        if wrong == "ages_under_salary":
+            cells["salary-class"] = TextCodes(ages.codes[: len(rows)], ages.values)
+        else:
+            cells["sex"], cells["race"] = cells["race"], cells["sex"]
+        real_write(path, cells, None, delimiter)
+
+    out = tmp_path / "release.csv"
+    passed, _ = fastpath.anonymize_csv(policy, out, shuffle_seed=1)
+    assert passed.passed and not passed.reasons
+    out.unlink()
+    monkeypatch.setattr(fastpath, "write_coded_csv", wrong_writer)
+    with pytest.raises(GateBlockedError) as info:
+        fastpath.anonymize_csv(policy, out, shuffle_seed=1)
+    reasons = info.value.decision.reasons
+    columns = ["salary-class"] if wrong == "ages_under_salary" else ["sex", "race"]
+    assert [r.split(":")[0] for r in reasons] == [f"column {c!r}" for c in columns], reasons
+    assert all("not a release of the input" in r for r in reasons)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_marginals_count_an_empty_and_a_missing_cell_as_one():
+    import numpy as np
+
+    from privgate.core.hierarchy import taxonomy_hierarchy
+    from privgate.core.marginals import excess_cells, generalized_texts, text_counts, unknown_texts
+
+    counts = text_counts(np.array([-1, 0, 1, 1, 2], np.int8), np.array(["", "a", "b"], object))
+    assert counts == {None: 2, "a": 2, "b": 1}
+    hierarchy = taxonomy_hierarchy("x", {"ab": ["a", "b"], "c": ["c"]})
+    values = np.array(["a", "b"], object)  # "c" is in the hierarchy, not in the input
+    assert generalized_texts(values, hierarchy, 1) == {"ab", None}
+    assert generalized_texts(values, hierarchy, 0) == {"a", "b", None}
+    assert unknown_texts(np.array(["ab", "c", ""], object), {"ab", None}) == ["c"]
+    assert excess_cells({"a": 3, None: 1}, {"a": 2, None: 1}) == (1, ["a"])
+    assert excess_cells({"c": 1}, {"a": 2}) == (1, ["c"])
+    assert excess_cells({"a": 2, None: 1}, {"a": 2, None: 1}) == (0, [])
+
+
 @pytest.mark.parametrize("fails_in", ["write", "verify"])
 def test_a_failed_write_or_gate_leaves_no_partial_file(
     shared_data, tmp_path, monkeypatch, fails_in
