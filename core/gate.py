@@ -210,7 +210,12 @@ def class_stats_of(
     """Equivalence classes of a table (DataFrame or column mapping) over its QI columns.
 
     Each QI column is factorized on its text (a missing cell is a value of its own), and rows
-    with equal code tuples form a class: a plain group-by, sharing nothing with the search.
+    with equal code tuples form a class: a plain group-by on the file's cells, sharing no
+    state with the search. It shares code with it: the hash grouping of
+    :mod:`privgate.core.encoding` (``hash_factorize``, ``hash_groups``), which also groups the
+    input's tuples; a fault there could agree with itself, so both are tested against
+    ``np.unique`` (``test_encoding.py``, ``test_gate.py``), and the release suite's class sizes (a
+    pandas group-by, when the release is validated whole) are a second reading.
     With ``persons`` (each row's person, aligned with the rows), the classes are counted in
     persons with the search's definition (:func:`privgate.core.privacy.person_class_stats`):
     a class's size is its distinct persons, its sensitive histogram weighs each person 1.
