@@ -37,6 +37,9 @@ _KEY_SPAN = 1 << 62
 #: one: grouping 10M rows is the longest step of ``privgate anonymize`` that ran on one core.
 #: Below it the threads and the merge of the ranges' distinct keys do not pay.
 PARALLEL_ROWS = 1 << 20
+#: Rows of a key built at once by :func:`group_codes`' parallel path: 512 KiB of ``int64``, in
+#: a core's cache while every column is folded in.
+KEY_BLOCK_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,7 @@ def hash_groups(
     n_rows: int,
     parts: int | None = None,
     firsts: bool = True,
+    group_dtype: np.dtype | type = np.int64,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
     """Group rows by an integer key built one range of rows at a time, each range on its own
     thread.
@@ -211,10 +215,13 @@ def hash_groups(
         Ranges (threads); default: the cores, at most 2. One range is the plain serial pass.
     firsts : bool, default=True
         Also find each group's first row (else ``None``).
+    group_dtype : integer dtype, default=np.int64
+        Of ``group``; a narrower one must hold every rank (``int32``: 4 bytes a row less, at
+        10M rows 40 MB not touched, and no conversion pass after).
 
     Returns
     -------
-    group : ndarray of int64, shape (n_rows,)
+    group : ndarray of ``group_dtype``, shape (n_rows,)
         Each row's key's rank among the distinct keys, sorted.
     distinct : ndarray of int64
         The distinct keys, sorted.
@@ -253,7 +260,7 @@ def hash_groups(
             found = list(pool.map(local, range(parts)))
     distinct, inverse = np.unique(np.concatenate([f[1] for f in found]), return_inverse=True)
     ranks = np.split(inverse.reshape(-1), np.cumsum([len(f[1]) for f in found])[:-1])
-    group = np.empty(n_rows, dtype=np.int64)
+    group = np.empty(n_rows, dtype=group_dtype)
 
     def place(i: int) -> None:
         np.take(ranks[i], found[i][0], out=group[bounds[i] : bounds[i + 1]])
@@ -279,6 +286,7 @@ def group_codes(
     offset: int = 0,
     inverse: bool = True,
     dtype: np.dtype | type = np.int64,
+    inverse_dtype: np.dtype | type = np.int64,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Distinct rows of integer code columns, in lexicographic order, with their counts.
 
@@ -299,12 +307,15 @@ def group_codes(
     dtype : integer dtype, default=np.int64
         Of ``tuples``; a narrower one must hold every code (a table of a million distinct
         tuples over nine one-byte columns is 9 MB as ``int8``, 72 MB as ``int64``).
+    inverse_dtype : integer dtype, default=np.int64
+        Of ``row_to_tuple``; a narrower one must hold every tuple's index (``int32`` below
+        2**31 rows).
 
     Returns
     -------
     tuples : ndarray of ``dtype``, shape (n_distinct, len(parts))
         The distinct rows (codes as given), sorted lexicographically (column 0 first).
-    row_to_tuple : ndarray of int64, shape (n_rows,), or None
+    row_to_tuple : ndarray of ``inverse_dtype``, shape (n_rows,), or None
         Each row's index into ``tuples``.
     counts : ndarray of int64, shape (n_distinct,)
 
@@ -326,17 +337,30 @@ def group_codes(
             np.full(n_distinct, n_rows, dtype=np.int64),
         )
     if n_rows >= PARALLEL_ROWS and math.prod(max(int(r), 1) for r in radices) < _KEY_SPAN:
+        # Every code's offset, folded into one constant: sum of offset * (the radices after it).
+        shift = 0
+        for radix in radices:
+            shift = shift * max(int(radix), 1) + offset
 
         def build_key(start: int, stop: int) -> np.ndarray:
-            key = np.zeros(stop - start, dtype=np.int64)
-            for part, radix in zip(parts, radices, strict=True):
-                key *= max(int(radix), 1)
-                key += part[start:stop]
-                if offset:
-                    key += offset
+            # One block of rows at a time through every column: the block's keys stay in the
+            # cache, where a pass per column over the whole range moved 8 bytes a row twice per
+            # column through memory (10M rows, 9 columns: 0.14 -> 0.06 s).
+            key = np.empty(stop - start, dtype=np.int64)
+            for at in range(start, stop, KEY_BLOCK_ROWS):
+                end = min(at + KEY_BLOCK_ROWS, stop)
+                block = key[at - start : end - start]
+                block[:] = parts[0][at:end]
+                for part, radix in zip(parts[1:], radices[1:], strict=True):
+                    block *= max(int(radix), 1)
+                    block += part[at:end]
+                if shift:
+                    block += shift
             return key
 
-        row_to_tuple, distinct, _, counts = hash_groups(build_key, n_rows, firsts=False)
+        row_to_tuple, distinct, _, counts = hash_groups(
+            build_key, n_rows, firsts=False, group_dtype=inverse_dtype
+        )
         return (
             _decoded(distinct, parts, radices, offset, dtype),
             (row_to_tuple if inverse else None),
@@ -372,6 +396,8 @@ def group_codes(
         ordered = np.empty(n_distinct, dtype=np.int64)
         ordered[rank] = uniques
         tuples = _decoded(ordered, parts, radices, offset, dtype)
+    if row_to_tuple is not None:
+        row_to_tuple = row_to_tuple.astype(inverse_dtype, copy=False)
     return tuples, row_to_tuple if inverse else None, counts
 
 

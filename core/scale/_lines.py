@@ -103,12 +103,15 @@ def tuples_from_codes(columns: Mapping[str, TextCodes], setup: SearchSetup) -> C
     radices = [len(v) + 1 for v in values]  # one more value: missing
     # The tuples in the columns' own code type (int8 for Adult): they live through the search.
     narrow = code_dtype(max(radices, default=1))
-    tuples, rows, counts = group_codes(
-        [columns[c].codes for c in names], radices, n, offset=1, dtype=narrow
+    tuples, row_to_tuple, counts = group_codes(
+        [columns[c].codes for c in names],
+        radices,
+        n,
+        offset=1,
+        dtype=narrow,
+        inverse_dtype=np.int32 if n < 2**31 else np.int64,  # placed as int32: no copy after
     )
-    assert rows is not None  # inverse=True
-    row_to_tuple = rows.astype(np.int32) if len(tuples) < 2**31 else rows
-    del rows
+    assert row_to_tuple is not None  # inverse=True
     width = len(searched)
     if width == len(names):
         histogram_tuples, histogram_counts = tuples, counts

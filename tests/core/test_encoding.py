@@ -127,6 +127,17 @@ def test_group_codes_in_ranges_is_the_serial_grouping(monkeypatch, offset):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got, reference)
+    # keys built a few rows at a time (ragged last blocks), row tuples placed as int32
+    monkeypatch.setattr(encoding, "KEY_BLOCK_ROWS", 777)
+    blocked = group_codes(parts, radices, n, offset=offset, dtype=np.int8, inverse_dtype=np.int32)
+    assert blocked[1].dtype == np.int32
+    for got, reference in zip(blocked, expected, strict=True):
+        np.testing.assert_array_equal(got, reference)
+    monkeypatch.setattr(encoding, "PARALLEL_ROWS", 1 << 40)
+    assert group_codes(parts, radices, n, offset=offset, inverse_dtype=np.int32)[1].dtype == (
+        np.int32
+    )  # the serial pass too
+    monkeypatch.setattr(encoding, "PARALLEL_ROWS", 1)
     _, none, counts = group_codes(parts, radices, n, offset=offset, inverse=False)
     assert none is None
     np.testing.assert_array_equal(counts, expected[2])
