@@ -681,6 +681,33 @@ def _chain(exc: BaseException | None):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    code = _run(args)
+    if argv is None and args.command == "anonymize":
+        _end_process(code)
+    return code
+
+
+def _end_process(code: int) -> None:
+    """End ``privgate anonymize``'s process now, its output flushed, without the
+    interpreter's teardown.
+
+    Why: by the time the command returns, everything it promises is on disk (the release
+    written, synced, renamed, its folder synced) and every file it opened is closed; tearing
+    down the interpreter then only frees memory the operating system takes back anyway: 0.14-0.25
+    s of the 10M-row command's wall time (issue 18). Only when run as a command (``argv`` read
+    from the command line): a caller of :func:`main` in its own process (the tests) keeps it.
+    If the output cannot be flushed (a closed pipe), the normal exit reports it instead.
+    """
+    logging.shutdown()  # what the interpreter's exit would flush of the log handlers
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except PrivgateError as exc:

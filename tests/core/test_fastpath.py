@@ -461,3 +461,42 @@ def test_a_large_tables_order_drawn_while_its_rows_are_grouped_is_the_seeded_ord
     assert drawn == [30162]
     assert beside.passed and before.passed
     assert (tmp_path / "before.csv").read_bytes() == (tmp_path / "beside.csv").read_bytes()
+
+
+#: `privgate anonymize` as the console script runs it: ``main()`` reading the command line.
+_AS_COMMAND = "import sys; from privgate.flows.cli import main; sys.exit(main())"
+
+
+@pytest.mark.slow  # fresh interpreters searching whole Adult
+def test_the_command_ends_its_process_with_every_line_written(shared_data, tmp_path):
+    """Run as a command, `privgate anonymize` ends its process without the interpreter's
+    teardown once the release is published: what it printed still reaches a pipe (block
+    buffered, so lost without the flush), its exit code is the command's, the release is in
+    place and no staging file is left; a refused policy still exits 2 with its message."""
+    import os
+    import subprocess
+    import sys
+
+    shared_data("arx/adult.csv")
+    out = tmp_path / "release.csv"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a pipe's buffer
+    done = subprocess.run(
+        [sys.executable, "-c", _AS_COMMAND, "anonymize", str(REPO / "policies" / "adult.yaml"),
+         "--output", str(out)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("gate: PASSED") and lines[-1].startswith("seconds: read ")
+    assert len(lines) == 4
+    assert out.stat().st_size > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release.csv"]
+
+    refused = subprocess.run(
+        [sys.executable, "-c", _AS_COMMAND, "anonymize", str(REPO / "policies" / "adult-dp.yaml"),
+         "--output", str(tmp_path / "dp.csv")],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "a differential_privacy policy is not available" in refused.stderr
+    assert not (tmp_path / "dp.csv").exists()
