@@ -24,18 +24,23 @@ written by that function.
 from __future__ import annotations
 
 import csv
+import mmap
 import os
+from collections import deque
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
 from privgate.core.arrow_numpy import arrow_of, numpy_of, text_array
 from privgate.core.encoding import factorize, hash_factorize
 from privgate.core.textcsv import read_text_columns, write_text_columns
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["TextCodes", "code_dtype", "read_coded_csv", "release_freed_memory", "write_coded_csv"]
 
@@ -207,6 +212,191 @@ def _column_codes(chunks: list, n_rows: int) -> tuple[TextCodes, bool] | None:
     return TextCodes(codes, values), has_empty
 
 
+#: Bytes of the file one thread splits into lines at once (:func:`_read_lines` holds three
+#: such buffers: one being filled while two are split). 16 MiB: on a release of 9.8M rows
+#: and 111k distinct lines, 8 MiB chunks held 2.3M distinct lines between them, 16 MiB 1.6M
+#: (each chunk's distinct lines are looked up among the file's).
+LINE_CHUNK_BYTES = 16 << 20
+#: :func:`_read_lines` hands a file to the cell-by-cell reader once its distinct lines are more
+#: than this share of the rows read (and more than :data:`MAX_DISTINCT_LINES`): each chunk's
+#: lines are looked up among all distinct lines so far, a cost that grows with them, and a
+#: table of mostly distinct lines is read cell by cell at less cost (10M scaled Adult rows:
+#: 1.27M distinct lines, 60 % of each 8 MiB chunk's rows).
+MAX_LINE_SHARE = 1 / 8
+#: Chunks whose distinct lines :func:`_read_lines` merges into the file's at once: each merge
+#: hashes the file's distinct lines so far once more (a release of 111k distinct lines in 50
+#: chunks: 0.8 CPU s merged chunk by chunk, 0.3 s eight at a time, 0.2 s all at once, which
+#: would hold every chunk's distinct lines: 1.6M, 0.14 GiB).
+MERGE_CHUNKS = 8
+
+
+def _chunk_lines(buf: mmap.mmap, length: int) -> tuple[np.ndarray, pa.Array]:
+    """The lines of ``buf[:length]`` (which ends with a line feed) as each row's index among
+    the chunk's distinct lines, and those lines (binary, each with its line feed).
+
+    Runs on a worker thread: numpy and pyarrow do the work with the GIL released; nothing
+    returned refers to ``buf``, which is filled again once this returns.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ends = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8, count=length) == 10)
+    offsets = np.empty(len(ends) + 1, dtype=np.int32)
+    offsets[0] = 0
+    np.add(ends, 1, out=offsets[1:], casting="unsafe")
+    lines = pa.Array.from_buffers(
+        pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(buf)]
+    )
+    encoded = pc.dictionary_encode(lines)
+    return numpy_of(encoded.indices), encoded.dictionary
+
+
+def _read_lines(
+    path: Path, names: list[str], delimiter: str, header: bool, markers: set
+) -> dict[str, TextCodes] | None:
+    """The cells of a UTF-8 file read as lines: each distinct line split into its cells once,
+    each row given its line's cells; ``None`` when the file needs the cell-by-cell reader (a
+    line of another width, a carriage return, a quote character, a NUL byte, a cell over the
+    ``csv`` module's field limit, bytes that are not UTF-8, or too many distinct lines: see
+    :data:`MAX_LINE_SHARE`).
+
+    Why: a release has few distinct lines (its classes times its other columns' values:
+    111k of 9.8M rows on 10M Adult rows), so splitting and hashing each cell of each row,
+    as the cell-by-cell reader does, repeats the same work on copies: the gate's re-read of
+    that release took 4.1 CPU s cell by cell (issue 18).
+
+    The cells are the reference reader's: without a quote character or a carriage return, a
+    record of the ``csv`` module is the bytes up to a line feed (the last one may lack it),
+    split on the delimiter; a blank line has one field, not ``len(names)``, and goes back to
+    the callers, as does a line longer than a chunk.
+    """
+    import pyarrow as pa
+
+    known = pa.nulls(0, pa.binary())  # the distinct lines so far, in order (pa.array: pandas)
+    held: list[pa.DictionaryArray] = []  # chunks not yet merged into ``known``
+    rows: list[np.ndarray] = []  # each chunk's rows as indices into ``known``
+    n_rows = 0
+
+    def merge() -> bool:
+        """Merge the held chunks' lines into ``known`` by one pass of pyarrow's dictionary
+        unifier (each distinct line hashed once per merge, not once per chunk); ``False``
+        when the file's distinct lines grew past :data:`MAX_LINE_SHARE`."""
+        nonlocal known, n_rows
+        head = pa.DictionaryArray.from_arrays(pa.nulls(0, pa.int32()), known)
+        unified = pa.chunked_array([head, *held]).unify_dictionaries()
+        lines = unified.chunk(0).dictionary
+        if not lines.slice(0, len(known)).equals(known):  # the rows so far index ``known``
+            return False  # pyarrow reordered them (it does not today): read cell by cell
+        known = lines
+        for chunk in unified.chunks[1:]:
+            rows.append(numpy_of(chunk.indices))
+            n_rows += len(chunk)
+        held.clear()
+        return len(known) <= max(MAX_DISTINCT_LINES, MAX_LINE_SHARE * n_rows)
+
+    def hold(found: tuple[np.ndarray, pa.Array]) -> bool:
+        held.append(pa.DictionaryArray.from_arrays(arrow_of(found[0]), found[1]))
+        # the first chunk at once: a file of mostly distinct lines leaves after one chunk
+        return (len(held) < MERGE_CHUNKS and n_rows > 0) or merge()
+
+    # a sixteenth of the file, 1 MiB to LINE_CHUNK_BYTES: three 16 MiB buffers were 10 MiB of
+    # the command's peak at 1M rows (82 MB; issue 18's target there is 0.23 GiB)
+    size = min(LINE_CHUNK_BYTES, max(1 << 20, os.path.getsize(path) >> 4))
+    with open(path, "rb") as fh, ThreadPoolExecutor(2) as pool:
+        if header and b"\r" in fh.readline():
+            return None
+        pending: deque = deque()
+        # Anonymous maps, not the C heap: three buffers reused for the whole file, and glibc's
+        # threshold for mapping large arrays is left as it was (freeing a mapped 16 MiB array
+        # raises it, and the heap keeps the command's later arrays below it after they are
+        # freed).
+        free: list[mmap.mmap] = []
+        carry = b""
+        while True:
+            buf = free.pop() if free else mmap.mmap(-1, size + 1)
+            buf[: len(carry)] = carry
+            got = fh.readinto(memoryview(buf)[len(carry) : size])
+            end = len(carry) + got
+            if not got:  # the end of the file: its last line may lack a line feed
+                if end:
+                    buf[end] = 10
+                    pending.append((pool.submit(_chunk_lines, buf, end + 1), buf))
+                break
+            cut = buf.rfind(b"\n", 0, end) + 1
+            if not cut:
+                if end == size:
+                    return None  # a line longer than a chunk
+                carry = bytes(buf[:end])  # the last line, without a line feed: read on
+                free.append(buf)
+                continue
+            carry = bytes(buf[cut:end])
+            pending.append((pool.submit(_chunk_lines, buf, cut), buf))
+            if len(pending) > 2 or not n_rows:  # the first chunk alone: it may be the last
+                future, done = pending.popleft()
+                if not hold(future.result()):
+                    return None
+                free.append(done)
+        while pending:
+            if not hold(pending.popleft()[0].result()):
+                return None
+        if held and not merge():
+            return None
+        return _line_columns(known, rows, n_rows, names, delimiter, markers, pool)
+
+
+def _line_columns(
+    lines: pa.Array,
+    rows: list[np.ndarray],
+    n_rows: int,
+    names: list[str],
+    delimiter: str,
+    markers: set,
+    pool: ThreadPoolExecutor,
+) -> dict[str, TextCodes] | None:
+    """:func:`_read_lines`' distinct lines (each with its line feed) and each chunk's rows as
+    indices into them, as ``{column: TextCodes}``; ``None`` for the callers (a line of another
+    width, a text the reference reader must judge, bytes that are not UTF-8)."""
+    import pyarrow.compute as pc
+
+    width = len(names)
+    fields = pc.split_pattern(pc.binary_slice(lines, 0, -1), pattern=delimiter.encode("ascii"))
+    counts = numpy_of(pc.list_value_length(fields))
+    if len(counts) and (counts.min() != width or counts.max() != width):
+        return None  # a short, long or blank line: the cell reader (or the reference) judges
+    flat = fields.flatten()
+    limit = csv.field_size_limit()
+    per_line = []  # each column's code of each distinct line
+    for j in range(width):
+        cells = pc.dictionary_encode(
+            flat.take(arrow_of(np.arange(j, len(flat), width, dtype=np.int64)))
+        )
+        try:
+            texts = [b.decode("utf-8") for b in cells.dictionary.to_pylist()]
+        except UnicodeDecodeError:
+            return None
+        if any('"' in t or "\x00" in t or "\r" in t or len(t) > limit for t in texts):
+            return None
+        present = [t for t in texts if t not in markers]
+        rank, values = _sorted_rank(present)  # rank[-1] == -1: a missing cell
+        dtype = code_dtype(len(values))
+        ranks = iter(rank[:-1].tolist())
+        lut = np.array([-1 if t in markers else next(ranks) for t in texts], dtype=dtype)
+        per_line.append((lut[numpy_of(cells.indices)], values))
+
+    def gather(j: int) -> TextCodes:
+        codes_of_line, values = per_line[j]
+        codes = np.empty(n_rows, dtype=codes_of_line.dtype)
+        start = 0
+        for ids in rows:
+            stop = start + len(ids)
+            np.take(codes_of_line, ids, out=codes[start:stop], mode="clip")  # ids in range
+            start = stop
+        return TextCodes(codes, values)
+
+    # each column's gather over the rows releases the GIL: one column per core
+    return dict(zip(names, pool.map(gather, range(width)), strict=True))
+
+
 def _read_arrow(
     path: Path, names: list[str], delimiter: str, encoding: str, header: bool, markers: set
 ) -> dict[str, TextCodes] | None:
@@ -289,12 +479,19 @@ def read_coded_csv(
     encoding: str = "utf-8",
     header: bool = True,
     missing: Iterable[str] = ("",),
+    *,
+    lines: bool = False,
 ) -> dict[str, TextCodes]:
     """Read a CSV file into ``{column: TextCodes}``: the cells
     :func:`privgate.core.textcsv.read_text_columns` reads, as codes.
 
     Same parameters and errors as ``read_text_columns``; a file pyarrow cannot read quote-free
-    is read by it (see the module docstring).
+    is read by it (see the module docstring). ``lines``: the file is expected to hold few
+    distinct lines (a release: its classes times its other columns' values), so a UTF-8 file
+    is first read as lines, each distinct line split once (:func:`_read_lines`: at 10M rows
+    less than half the CPU time), and cell by cell only if it turns out otherwise. Without
+    it the cell-by-cell reader reads it: an input table's lines are mostly distinct, and
+    finding that out cost a chunk's work and 40 MiB (10M scaled Adult rows).
     """
     path = Path(path)
     markers = set(missing)
@@ -306,10 +503,13 @@ def read_coded_csv(
     plain_markers = not any('"' in m or "\x00" in m for m in markers)
     if names is not None and delimiter != '"' and plain_markers and (header or not _has_bom(path)):
         arrow_codec = "utf8" if codec == "utf-8-sig" else codec  # the BOM is on the header line
-        try:
-            columns = _read_arrow(path, names, delimiter, arrow_codec, header, markers)
-        except Exception:  # pyarrow refused the file: the reference reader says why
-            columns = None
+        if lines and codec == "utf-8-sig" and delimiter.isascii() and delimiter not in "\r\n":
+            columns = _read_lines(path, names, delimiter, header, markers)
+        if columns is None:
+            try:
+                columns = _read_arrow(path, names, delimiter, arrow_codec, header, markers)
+            except Exception:  # pyarrow refused the file: the reference reader says why
+                columns = None
     if columns is None:
         text = read_text_columns(path, delimiter, encoding, header, markers)
         columns = {name: TextCodes.from_text(cells) for name, cells in text.items()}

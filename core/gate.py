@@ -188,7 +188,7 @@ def read_release_codes(path: str | Path) -> dict[str, TextCodes]:
     if path.suffix == ".parquet":
         return {name: TextCodes.from_text(cells) for name, cells in read_release(path).items()}
     try:
-        return read_coded_csv(path)
+        return read_coded_csv(path, lines=True)  # a release: few distinct lines
     except Exception as exc:  # any parser failure means the release is unreadable
         raise VerificationError(f"cannot read release {path}: {exc}") from None
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privgate.core.columnar import TextCodes, read_coded_csv, write_coded_csv
 from privgate.core.exceptions import IngestError
@@ -52,10 +54,11 @@ def _cells(read, path: Path, **options):
 
 @pytest.mark.parametrize("name", sorted(EDGE_FILES))
 @pytest.mark.parametrize("header", [True, False])
-def test_coded_reader_reads_the_reference_readers_cells(tmp_path, name, header):
+@pytest.mark.parametrize("lines", [False, True])
+def test_coded_reader_reads_the_reference_readers_cells(tmp_path, name, header, lines):
     path = tmp_path / f"{name}.csv"
     path.write_bytes(EDGE_FILES[name].encode("utf-8"))
-    assert _cells(read_coded_csv, path, header=header) == _cells(
+    assert _cells(read_coded_csv, path, header=header, lines=lines) == _cells(
         read_text_columns, path, header=header
     )
 
@@ -403,9 +406,134 @@ EDGE_BYTES = {
 
 @pytest.mark.parametrize("name", sorted(EDGE_BYTES))
 @pytest.mark.parametrize("header", [True, False])
-def test_coded_reader_reads_the_reference_readers_cells_on_odd_bytes(tmp_path, name, header):
+@pytest.mark.parametrize("lines", [False, True])
+def test_coded_reader_reads_the_reference_readers_cells_on_odd_bytes(tmp_path, name, header, lines):
     path = tmp_path / f"{name}.csv"
     path.write_bytes(EDGE_BYTES[name])
-    assert _cells(read_coded_csv, path, header=header) == _cells(
+    assert _cells(read_coded_csv, path, header=header, lines=lines) == _cells(
         read_text_columns, path, header=header
     )
+
+
+def _few_lines_table(n_rows: int, seed: int) -> bytes:
+    """A release-like ';' file: rows drawn from a few hundred distinct lines, with missing
+    markers ('' and '?'), a row of empty cells, non-ASCII text and a byte-order mark's
+    character inside a cell; no final line feed."""
+    rng = np.random.default_rng(seed)
+    values = [["", "?", "x", "ä€", "a b"], ["1", "22", "?", "\ufeffz", "n"], ["p", "q", ""]]
+    distinct = [";".join(rng.choice(v) for v in values) for _ in range(300)] + [";;"]
+    picks = rng.integers(0, len(distinct), n_rows)
+    return ("u;v;w\n" + "\n".join(distinct[i] for i in picks)).encode("utf-8")
+
+
+def _no_cell_reader(monkeypatch) -> None:
+    """Make any hand-off of the line reader to the cell reader or the reference fail."""
+    import privgate.core.columnar as columnar
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the line reader handed the file on")
+
+    monkeypatch.setattr(columnar, "_read_arrow", refuse)
+    monkeypatch.setattr(columnar, "read_text_columns", refuse)
+
+
+@pytest.mark.parametrize(("chunk", "merge"), [(1 << 20, 8), (4096, 3), (97, 1)])
+def test_line_reader_reads_the_reference_readers_cells_across_chunks(
+    tmp_path, monkeypatch, chunk, merge
+):
+    """A file of few distinct lines read as lines (chunks of 97 bytes to 1 MiB, lines cut
+    at chunk ends, chunks merged one, three or eight at a time): the reference reader's cells
+    and the cell reader's codes, without handing the file on; with a final line feed too."""
+    import privgate.core.columnar as columnar
+
+    monkeypatch.setattr(columnar, "LINE_CHUNK_BYTES", chunk)
+    monkeypatch.setattr(columnar, "MERGE_CHUNKS", merge)
+    options = {"delimiter": ";", "missing": ["", "?"]}
+    for ending in (b"", b"\n"):
+        path = tmp_path / f"few{len(ending)}.csv"
+        path.write_bytes(_few_lines_table(20_000, chunk) + ending)
+        text = read_text_columns(path, **options)
+        cells = read_coded_csv(path, **options)  # cell by cell
+        with monkeypatch.context() as patched:
+            _no_cell_reader(patched)
+            coded = read_coded_csv(path, **options, lines=True)
+        assert list(coded) == list(text)
+        for name, column in coded.items():
+            assert column.tolist() == text[name].tolist()
+            assert column.codes.dtype == cells[name].codes.dtype
+            assert np.array_equal(column.codes, cells[name].codes)
+            assert list(column.values) == list(cells[name].values)
+
+
+def test_line_reader_hands_a_file_of_mostly_distinct_lines_to_the_cell_reader(
+    tmp_path, monkeypatch
+):
+    """Distinct lines past MAX_LINE_SHARE of the rows (and past MAX_DISTINCT_LINES) end the
+    line reading after its first chunk: the cell reader reads the file, the same cells."""
+    import privgate.core.columnar as columnar
+
+    monkeypatch.setattr(columnar, "LINE_CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(columnar, "MAX_DISTINCT_LINES", 100)
+    path = tmp_path / "distinct.csv"
+    path.write_text("a,b\n" + "".join(f"{i},{i % 7}\n" for i in range(50_000)))
+    calls = []
+    read_arrow = columnar._read_arrow
+    split = columnar._chunk_lines
+
+    def counted(name, function):
+        def run(*args, **kwargs):
+            calls.append(name)
+            return function(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(columnar, "_read_arrow", counted("cells", read_arrow))
+    monkeypatch.setattr(columnar, "_chunk_lines", counted("chunk", split))
+    coded = read_coded_csv(path, lines=True)
+    assert calls == ["chunk", "cells"]  # one chunk of 64 KiB, then cell by cell
+    text = read_text_columns(path)
+    assert {k: c.tolist() for k, c in coded.items()} == {k: c.tolist() for k, c in text.items()}
+
+
+_PLAIN = st.sampled_from(["", "?", "a", "b", "ä", "x y", "\ufeff"])
+#: Cells that send a file on (quotes, line ends, NUL) or that another splitter treats apart.
+_ODD = st.sampled_from(['"', 'q"r', "\r", "\n", "\r\n", "\x00", ",", "\x01", "\u2028"])
+
+
+@st.composite
+def _random_csv(draw) -> str:
+    """A small CSV text: half of them plain (two cells a row, so most are read as lines to
+    the end), the others with odd cells, rows of one to three cells and blank lines."""
+    plain = draw(st.booleans())
+    cell = _PLAIN if plain else st.one_of(_PLAIN, _PLAIN, _ODD)
+    width = st.just(2) if plain else st.sampled_from([2, 2, 2, 1, 3])
+    rows = draw(st.lists(width.flatmap(lambda w: st.lists(cell, min_size=w, max_size=w))))
+    return "\n".join(["h,k", *(",".join(row) for row in rows)]) + draw(st.sampled_from(["", "\n"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=_random_csv(),
+    header=st.booleans(),
+    chunk=st.integers(4, 64),
+    merge=st.integers(1, 4),
+)
+def test_line_reader_reads_the_reference_readers_cells_on_random_files(text, header, chunk, merge):
+    """Random small files (cells holding delimiters, quotes, line ends, NUL, markers; rows
+    of one to three cells, blank lines) read as lines in chunks of 4-64 bytes: the reference
+    reader's cells, or its refusal."""
+    import tempfile
+
+    import privgate.core.columnar as columnar
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "random.csv"
+        path.write_bytes(text.encode("utf-8"))
+        options = {"header": header, "missing": ["", "?"]}
+        saved = columnar.LINE_CHUNK_BYTES, columnar.MERGE_CHUNKS
+        columnar.LINE_CHUNK_BYTES, columnar.MERGE_CHUNKS = chunk, merge
+        try:
+            coded = _cells(read_coded_csv, path, **options, lines=True)
+        finally:
+            columnar.LINE_CHUNK_BYTES, columnar.MERGE_CHUNKS = saved
+        assert coded == _cells(read_text_columns, path, **options)
