@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from privgate.core.columnar import TextCodes, read_coded_csv
+from privgate.core.columnar import CodedLines, TextCodes, read_coded_csv_lines
 from privgate.core.encoding import (
     PARALLEL_ROWS,
     ClassStats,
@@ -182,13 +182,20 @@ def read_release_codes(path: str | Path) -> dict[str, TextCodes]:
     cells as the standard library's reader, no Python string per cell), so the gate's group-by
     runs on integer codes; a Parquet release is read as :func:`read_release` reads it.
     """
+    return _read_release_lines(path)[0]
+
+
+def _read_release_lines(path: str | Path) -> tuple[dict[str, TextCodes], CodedLines | None]:
+    """:func:`read_release_codes`, and a CSV release's distinct lines with their counts when
+    it was read as lines (:func:`privgate.core.columnar.read_coded_csv_lines`)."""
     path = Path(path)
     if not path.exists():
         raise VerificationError(f"release file not found: {path}")
     if path.suffix == ".parquet":
-        return {name: TextCodes.from_text(cells) for name, cells in read_release(path).items()}
+        cells = read_release(path)
+        return {name: TextCodes.from_text(column) for name, column in cells.items()}, None
     try:
-        return read_coded_csv(path, lines=True)  # a release: few distinct lines
+        return read_coded_csv_lines(path)  # a release: few distinct lines
     except Exception as exc:  # any parser failure means the release is unreadable
         raise VerificationError(f"cannot read release {path}: {exc}") from None
 
@@ -206,6 +213,7 @@ def class_stats_of(
     quasi_identifiers: Sequence[str],
     sensitive: Sequence[str],
     persons: Sequence[object] | None = None,
+    lines: CodedLines | None = None,
 ) -> ClassStats:
     """Equivalence classes of a table (DataFrame or column mapping) over its QI columns.
 
@@ -219,11 +227,22 @@ def class_stats_of(
     With ``persons`` (each row's person, aligned with the rows), the classes are counted in
     persons with the search's definition (:func:`privgate.core.privacy.person_class_stats`):
     a class's size is its distinct persons, its sensitive histogram weighs each person 1.
+    ``lines``: the same table's distinct rows and their counts (a file read as lines,
+    :func:`privgate.core.columnar.read_coded_csv_lines`); without ``persons`` the classes are
+    grouped on those rows, each weighing its count: the same classes, in the same order (by
+    their codes), of the same sizes and histograms, for 111k lines instead of 9.8M rows on
+    the 10M Adult release.
     """
     n = _n_rows(table)
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return ClassStats(empty, {}, {}, {})
+    weights = None
+    if lines is not None and persons is None:
+        if int(lines.counts.sum()) != n or list(lines.columns) != list(table):
+            raise VerificationError("the release's distinct lines do not add up to its rows")
+        table, weights = lines.columns, lines.counts.astype(np.float64)
+        n = len(weights)
     class_ids, _ = _classes(table, quasi_identifiers)
     n_classes = int(class_ids.max()) + 1
     sens_codes, sens_values = {}, {}
@@ -235,7 +254,9 @@ def class_stats_of(
         sens_codes[name] = column_codes
         sens_values[name] = uniques
     if persons is None:
-        return ClassStats.from_labels(class_ids, n_classes, np.ones(n), sens_codes, sens_values)
+        if weights is None:
+            weights = np.ones(n)
+        return ClassStats.from_labels(class_ids, n_classes, weights, sens_codes, sens_values)
     person_codes = _person_codes(persons, n)
     return person_class_stats(class_ids, n_classes, person_codes, sens_codes, sens_values)
 
@@ -491,6 +512,7 @@ def verify_table(
     input_numbers: Mapping[str, tuple[np.ndarray, Mapping]] | None = None,
     marginals: Mapping[str, Mapping[str | None, int]] | None = None,
     label_sets: Mapping[str, set] | None = None,
+    distinct_lines: CodedLines | None = None,
 ) -> GateDecision:
     """Measure a release table against the privacy models and the policy's other limits.
 
@@ -534,6 +556,9 @@ def verify_table(
     label_sets : mapping of str to set, optional
         Per quasi-identifier, the texts it may hold (its input values' labels at the plan's
         level, :func:`privgate.core.marginals.generalized_texts`); another text blocks.
+    distinct_lines : CodedLines, optional
+        The release's distinct rows and their counts, as read with it
+        (:func:`verify_release`): its classes are grouped on them (:func:`class_stats_of`).
     """
     reasons = check_columns(
         list(release), quasi_identifiers, models, expected_columns, forbidden_columns
@@ -542,7 +567,8 @@ def verify_table(
     if any(r.startswith("cannot verify") for r in reasons):
         return GateDecision(False, reasons, {"rows": n_rows})
     try:
-        stats = class_stats_of(release, quasi_identifiers, sensitive_columns_of(models), persons)
+        sensitive = sensitive_columns_of(models)
+        stats = class_stats_of(release, quasi_identifiers, sensitive, persons, distinct_lines)
         if reference:
             stats = with_reference(stats, reference)
     except VerificationError as exc:
@@ -721,7 +747,8 @@ def verify_release(
     """Read the release file at ``path`` and :func:`verify_table` it.
 
     The file is read as dictionary codes (:func:`read_release_codes`): the same cells as
-    :func:`read_release`, grouped on integers, never on a Python string per cell.
+    :func:`read_release`, grouped on integers, never on a Python string per cell; a file read
+    as its distinct lines is grouped into classes as those lines, weighted by their counts.
 
     An unreadable file is a blocked release, not a crash: the decision says why.
     ``expected_rows``: the rows the search's plan releases; a file holding another number is
@@ -729,10 +756,10 @@ def verify_release(
     still looks k-anonymous, as more suppression within the limit), so it is blocked.
     """
     try:
-        release = read_release_codes(path)
+        release, lines = _read_release_lines(path)
     except VerificationError as exc:
         return GateDecision(False, [str(exc)], {})
-    decision = verify_table(release, quasi_identifiers, models, **limits)
+    decision = verify_table(release, quasi_identifiers, models, distinct_lines=lines, **limits)
     written = decision.measurements.get("rows")
     if expected_rows is not None and written != expected_rows:
         mismatch = (

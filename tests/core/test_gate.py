@@ -493,3 +493,76 @@ def test_group_rows_is_np_unique_on_either_side_of_the_hash_threshold(rows):
     got_ids, got_first = group_rows(key)
     assert np.array_equal(got_ids, inverse.reshape(-1))
     assert np.array_equal(got_first, first)
+
+
+def _release_of_few_lines(path: Path, n_rows: int, seed: int) -> None:
+    """A written release of few distinct lines (QI cells with missing ones, a sensitive
+    column with a missing value), in a random row order."""
+    rng = np.random.default_rng(seed)
+    zips = np.array(["130**", "148**", "", "1****"], dtype=object)
+    ages = np.array(["<30", ">=40", "30-39", ""], dtype=object)
+    diseases = np.array(["flu", "cold", "cancer", ""], dtype=object)
+    rows = [
+        f"{zips[rng.integers(4)]},{ages[rng.integers(4)]},{diseases[rng.integers(4)]}"
+        for _ in range(40)
+    ]
+    picks = rng.integers(0, len(rows), n_rows)
+    path.write_text("zip,age,disease\n" + "".join(rows[i] + "\n" for i in picks))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gate_grouping_a_release_as_its_distinct_lines_measures_what_its_rows_give(
+    tmp_path, seed, monkeypatch
+):
+    """verify_release reads a CSV release as lines and groups its classes as those lines,
+    weighted by their counts: the decision (reasons and every measurement, k, l, t, the rows
+    and suppression) and the class statistics are those of the reference reader's rows,
+    grouped row by row; and that grouping is the one used (class_stats_of gets the lines)."""
+    import privgate.core.gate as gate
+
+    path = tmp_path / "release.csv"
+    _release_of_few_lines(path, 3_000, seed)
+    models = [
+        KAnonymity(k=40),
+        DistinctLDiversity(column="disease", l=2),
+        EntropyLDiversity(column="disease", l=1.5),
+        TCloseness(column="disease", t=0.4),
+    ]
+    reference = {"disease": {"flu": 1_000, "cold": 900, "cancer": 700, None: 600, "mumps": 10}}
+    limits = {"input_rows": 3_200, "suppression_limit": 0.1, "reference": reference}
+    seen = []
+    stats_of = gate.class_stats_of
+
+    def spy(*args, **kwargs):
+        seen.append(args[4] if len(args) > 4 else kwargs.get("lines"))
+        return stats_of(*args, **kwargs)
+
+    monkeypatch.setattr(gate, "class_stats_of", spy)
+    decision = verify_release(path, QI, models, expected_rows=3_000, **limits)
+    assert seen and seen[0] is not None and len(seen[0].counts) <= 40  # grouped as lines
+    rows = read_release(path)  # the standard library's reader, row by row
+    expected = verify_table(rows, QI, models, **limits)
+    assert decision.passed == expected.passed
+    assert decision.reasons == expected.reasons
+    assert decision.measurements == expected.measurements
+
+    codes, lines = gate._read_release_lines(path)
+    by_lines = stats_of(codes, QI, ["disease"], lines=lines)
+    by_rows = stats_of(codes, QI, ["disease"])
+    assert np.array_equal(by_lines.sizes, by_rows.sizes)
+    assert by_lines.sizes.sum() == 3_000
+    assert np.array_equal(by_lines.histograms["disease"], by_rows.histograms["disease"])
+    assert list(by_lines.ordered_values["disease"]) == list(by_rows.ordered_values["disease"])
+
+
+def test_gate_blocks_distinct_lines_that_do_not_add_up_to_the_rows(tmp_path):
+    """Lines whose counts are not the table's rows are not the table's: class_stats_of
+    refuses them instead of measuring another table."""
+    import privgate.core.gate as gate
+
+    path = tmp_path / "release.csv"
+    _release_of_few_lines(path, 500, 3)
+    codes, lines = gate._read_release_lines(path)
+    short = type(lines)(lines.columns, lines.counts - (np.arange(len(lines.counts)) == 0))
+    with pytest.raises(VerificationError):
+        class_stats_of(codes, QI, ["disease"], lines=short)
