@@ -25,7 +25,7 @@ import numpy as np
 
 from privgate.core.encoding import FrequencySet
 
-__all__ = ["ProjectionBounds"]
+__all__ = ["ProjectionBounds", "cannot_prune"]
 
 #: Distinct tuples from which the projections are counted on threads, one prefix's
 #: projections per task. 2**19: two projections' temporaries at once raised ``privgate
@@ -170,6 +170,50 @@ class ProjectionBounds:
             return small[self._combination_index(nodes)].max(axis=1)
 
         return bound
+
+
+def cannot_prune(freq: FrequencySet, arity: int, min_class_size: int, allowance: int) -> bool:
+    """Whether no node's projection bound (:class:`ProjectionBounds` of ``arity``) can exceed
+    ``allowance``, so that the bounds would prune nothing and need not be built.
+
+    A projection's bound is largest at its level-0 combination (a group of a coarser
+    combination is a union of level-0 groups, so each of its records flagged as small was
+    flagged at level 0 too), and there it is at most ``min_class_size - 1`` records per cell
+    of its level-0 key space. Only the projections whose key space allows more than
+    ``allowance`` records are counted (largest first, stopping at the first that exceeds it).
+
+    Why: on a 10M-row table (1.07M distinct tuples, k = 5, 2 %: 200,000 records may go) no
+    3-attribute projection holds more than 28,308 records in small groups, and the bounds,
+    0.44 CPU s to build (56 projections at 1,646 level combinations), pruned none of the
+    6,480 nodes; one projection's key space allows more (73 x 17 x 42 cells x 4), counted in
+    a few milliseconds.
+    """
+    if min_class_size <= 1:
+        return True
+    if int(freq.counts.sum()) <= allowance:
+        return True
+    q = len(freq.table.columns)
+    radices = [c.distinct_at(0) for c in freq.table.columns]
+    spaces = {
+        attrs: math.prod(radices[a] for a in attrs)
+        for attrs in itertools.combinations(range(q), min(arity, q))
+    }
+    doubtful = [a for a, space in spaces.items() if space * (min_class_size - 1) > allowance]
+    if not doubtful:
+        return True
+    columns = [np.ascontiguousarray(freq.qi_codes[:, j], dtype=np.int32) for j in range(q)]
+    weights = freq.counts.astype(np.float64)
+    for attrs in sorted(doubtful, key=spaces.__getitem__, reverse=True):
+        key = _level0_key(columns, radices, attrs, len(weights))
+        if spaces[attrs] <= max(4 * len(key), 1 << 20):
+            sizes = np.bincount(key, weights=weights, minlength=spaces[attrs])
+            sizes = sizes[sizes > 0]
+        else:
+            _, cell_of = np.unique(key, return_inverse=True)
+            sizes = np.bincount(cell_of.reshape(-1), weights=weights)
+        if int(np.rint(sizes[sizes < min_class_size].sum())) > allowance:
+            return False
+    return True
 
 
 def _level0_key(

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from privgate.core.anonymize._bounds import ProjectionBounds
+from privgate.core.anonymize._bounds import ProjectionBounds, cannot_prune
 from privgate.core.anonymize._contract import SearchInput
 from privgate.core.anonymize._datafly import failing_tuples
 from privgate.core.anonymize._generalize import FullDomainAlgorithm, generalization_result
@@ -150,6 +150,23 @@ class OptimalLattice(FullDomainAlgorithm):
             freq.cache[key] = ProjectionBounds(freq, arity)
         return freq.cache[key]
 
+    def _bounds_idle(self, freq: FrequencySet, checker: NodeChecker) -> bool:
+        """Whether the projection bounds :meth:`_bounds` would use are not built yet and could
+        not fail a single node (:func:`cannot_prune`): every node's bound is then at most
+        the allowance, as the zeros the search uses instead, so it visits, lifts and
+        evaluates the same nodes."""
+        arity = self.bounds_arity
+        if arity is None:
+            arity = 2 if checker.allowance == 0 else 3
+            if any(
+                isinstance(key, tuple) and key[0] == "projection_bounds" and key[1] >= arity
+                for key in freq.cache
+            ):
+                return False  # built already: reading them costs nothing
+        elif ("projection_bounds", arity) in freq.cache:
+            return False
+        return cannot_prune(freq, arity, checker.min_class_size, checker.allowance)
+
     def _prepared_metric(self, freq: FrequencySet, min_class_size: int) -> LossMetric:
         """The metric prepared on ``freq``. A metric named by a string and decomposable is
         prepared once per frequency set and kept in its cache (its costs do not depend on k):
@@ -194,10 +211,10 @@ class OptimalLattice(FullDomainAlgorithm):
         nodes = lattice.nodes
         metric = self._prepared_metric(freq, checker.min_class_size)
         bound = metric.lower_bound(nodes)
-        if persons is None:
+        if persons is None and not self._bounds_idle(freq, checker):
             bounds = self._bounds(freq, checker.allowance)
             suppressed_bound = bounds.for_lattice(lattice.heights, checker.min_class_size)
-        else:  # the bounds count records; persons are fewer
+        else:  # the bounds count records (persons are fewer), or could prune nothing
             suppressed_bound = np.zeros(len(nodes), dtype=np.int64)
         candidates = np.flatnonzero(suppressed_bound <= checker.allowance)
         level_sum = nodes.sum(axis=1)

@@ -32,7 +32,7 @@ from privgate.core.anonymize import (
     _lattice,
     apply_generalization,
 )
-from privgate.core.anonymize._bounds import ProjectionBounds
+from privgate.core.anonymize._bounds import ProjectionBounds, cannot_prune
 from privgate.core.columnar import TextCodes
 from privgate.core.encoding import ClassStats, EncodedTable, encode_table
 from privgate.core.exceptions import AnonymizationError
@@ -370,6 +370,25 @@ def test_projection_bounds_never_exceed_the_records_in_small_classes(
     for node, lower in zip(nodes, bound, strict=True):
         sizes = reference.view(node).sizes
         assert 0 <= lower <= int(sizes[sizes < k].sum()), tuple(node)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(
+    problem=problems(),
+    k=st.integers(1, 8),
+    arity=st.integers(1, 3),
+    share=st.floats(0.0, 1.0),
+)
+def test_bounds_are_skipped_exactly_when_they_could_fail_no_node(
+    problem: Problem, k: int, arity: int, share: float
+) -> None:
+    """``cannot_prune`` (the search's test before building the projection bounds) holds
+    exactly when no node's bound exceeds the allowance: it never skips bounds that would fail
+    a node, and it skips every set of bounds that would fail none (issue 18)."""
+    freq = problem.encoded.frequency_set()
+    allowance = int(share * freq.table.n_rows)
+    built = ProjectionBounds(freq, arity).for_lattice(freq.table.heights, k)
+    assert cannot_prune(freq, arity, k, allowance) == (int(built.max()) <= allowance)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, database=None)
