@@ -58,6 +58,16 @@ __all__ = [
 #: the same file peaked 30 MiB lower again (+90 MiB over the process before it, against +121
 #: with 4 MiB; 10M rows: 490 against 520 MiB), its CPU time the same within the load's noise.
 BLOCK_BYTES = 1 << 20
+#: Bytes pyarrow parses per block in a file of at least :data:`LARGE_FILE_BYTES`. Why: each
+#: block is a dictionary per column that :func:`_column_codes` merges in Python (10M Adult
+#: rows: 787 blocks, 7,083 dictionaries); with 4 MiB blocks the read took 3.55-3.62 user CPU s
+#: against 3.80-4.08 with 1 MiB (three pairs alternated, load 5.4), for 6-30 MiB more of a
+#: peak that is not the command's there (5M rows: 1.67/1.75 against 1.76/1.90 s, +38 MiB).
+#: 8 MiB: 80 MiB more, no clear further cut.
+LARGE_BLOCK_BYTES = 4 << 20
+#: From this file size, :data:`LARGE_BLOCK_BYTES` (the 5M and 10M scaled Adult files, not the
+#: 1M one, whose peak is held to 0.23 GiB).
+LARGE_FILE_BYTES = 256 << 20
 #: Rows written per pyarrow batch (memory held as text at once when writing: two batches).
 #: 2**17: two batches of an Adult-like release are about 20 MiB of text; 2**19 held 80 MiB,
 #: the peak of the whole command at 1M rows (issue 18).
@@ -204,6 +214,11 @@ def _header(path: Path, delimiter: str, codec: str, header: bool) -> list[str] |
 def _has_bom(path: Path) -> bool:
     with open(path, "rb") as fh:
         return fh.read(3) == b"\xef\xbb\xbf"
+
+
+def _block_bytes(file_bytes: int) -> int:
+    """The block size pyarrow parses a file of ``file_bytes`` in (see :data:`BLOCK_BYTES`)."""
+    return LARGE_BLOCK_BYTES if file_bytes >= LARGE_FILE_BYTES else BLOCK_BYTES
 
 
 def _column_codes(chunks: list, n_rows: int) -> tuple[TextCodes, bool] | None:
@@ -442,7 +457,7 @@ def _read_arrow(
         read_options=pcsv.ReadOptions(
             column_names=[f"c{j}" for j in range(len(names))],
             skip_rows=1 if header else 0,
-            block_size=BLOCK_BYTES,
+            block_size=_block_bytes(path.stat().st_size),
             encoding=encoding,
             use_threads=True,
         ),

@@ -537,3 +537,23 @@ def test_line_reader_reads_the_reference_readers_cells_on_random_files(text, hea
         finally:
             columnar.LINE_CHUNK_BYTES, columnar.MERGE_CHUNKS = saved
         assert coded == _cells(read_text_columns, path, **options)
+
+
+def test_large_files_are_parsed_in_larger_blocks_to_the_same_cells(shared_data, monkeypatch):
+    """From LARGE_FILE_BYTES a file is parsed in LARGE_BLOCK_BYTES blocks (fewer dictionaries
+    to merge), below in BLOCK_BYTES; either way the reference reader's cells (Adult, with the
+    threshold lowered under its size and 64 KiB blocks: many blocks merged)."""
+    import privgate.core.columnar as columnar
+
+    assert columnar._block_bytes(columnar.LARGE_FILE_BYTES - 1) == columnar.BLOCK_BYTES
+    assert columnar._block_bytes(columnar.LARGE_FILE_BYTES) == columnar.LARGE_BLOCK_BYTES
+    assert columnar.LARGE_BLOCK_BYTES > columnar.BLOCK_BYTES
+    path = shared_data("arx/adult.csv")
+    monkeypatch.setattr(columnar, "LARGE_FILE_BYTES", 1 << 10)
+    monkeypatch.setattr(columnar, "LARGE_BLOCK_BYTES", 64 << 10)
+    options = {"delimiter": ";", "missing": ["", "?"]}
+    text = read_text_columns(path, **options)
+    with monkeypatch.context() as patched:
+        patched.setattr(columnar, "read_text_columns", None)  # a fallback would fail
+        coded = read_coded_csv(path, **options)
+    assert {k: c.tolist() for k, c in coded.items()} == {k: c.tolist() for k, c in text.items()}
