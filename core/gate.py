@@ -63,6 +63,7 @@ __all__ = [
     "sensitive_reference",
     "with_reference",
     "verify_release",
+    "written_counts",
     "verify_table",
     "with_population",
 ]
@@ -310,29 +311,67 @@ def sensitive_reference(
     person weighs 1, split evenly over their records (the search's reference with a person
     key, :func:`privgate.core.privacy.person_histograms`).
     """
-    import csv
-    import io
-
-    import pandas as pd
 
     out: dict[str, dict[str, int]] = {}
     for name in columns:
-        column = pd.DataFrame({name: frame[name]})  # type: ignore[index]
-        if output_format == "parquet":
-            cells = [None if v is pd.NA else str(v) for v in column[name].astype("string")]
-        else:
-            # quoted in full when a cell holds "\r", as core.publish.stage_release writes it
-            # (the csv module quotes only "\n"; a bare "\r" made csv.reader raise here)
-            quoting = frame_csv_quoting(column)
-            text = column.to_csv(index=False, lineterminator="\n", quoting=quoting)
-            rows = list(csv.reader(io.StringIO(text)))[1:]
-            cells = [row[0] if row and row[0] != "" else None for row in rows]
+        cells = _written_cells(frame[name], output_format)  # type: ignore[index]
         counts: dict = {}
         for cell in cells:
             counts[cell] = counts.get(cell, 0) + 1
         if persons is not None:
             counts = _person_weights(cells, persons)
         out[name] = counts
+    return out
+
+
+def _written_cells(column: object, output_format: str) -> list[str | None]:
+    """The cells of ``column`` as the release writes them and the gate reads them back."""
+    import csv
+    import io
+
+    import pandas as pd
+
+    frame = pd.DataFrame({"c": column})
+    if output_format == "parquet":
+        return [None if v is pd.NA else str(v) for v in frame["c"].astype("string")]
+    # quoted in full when a cell holds "\r", as core.publish.stage_release writes it
+    # (the csv module quotes only "\n"; a bare "\r" made csv.reader raise here)
+    quoting = frame_csv_quoting(frame)
+    text = frame.to_csv(index=False, lineterminator="\n", quoting=quoting)
+    rows = list(csv.reader(io.StringIO(text)))[1:]
+    return [row[0] if row and row[0] != "" else None for row in rows]
+
+
+def written_counts(
+    frame: object, columns: Sequence[str], output_format: str = "csv"
+) -> dict[str, dict[str | None, int]]:
+    """Each column's count of each cell text as the release writes it (``None``: empty):
+    the gate's ``marginals`` fact for columns released as they are (:mod:`.marginals`).
+
+    Only the column's distinct values are written out (a number's or a text's cell does not
+    depend on the other rows), so a table of 10M rows costs one ``value_counts`` per column.
+    Two kinds differ: an object column, whose equal values may have different texts (``1``,
+    ``True``), is written whole; a date-time column is left out, as pandas writes its times
+    only when some row has one (a release without that row writes ``2020-01-01`` where the
+    input wrote ``2020-01-01 00:00:00``).
+    """
+    import pandas as pd
+
+    out: dict[str, dict[str | None, int]] = {}
+    for name in columns:
+        column = frame[name]  # type: ignore[index]
+        if column.dtype.kind in "mM" or isinstance(column.dtype, pd.DatetimeTZDtype):
+            continue
+        if column.dtype == object:
+            cells, counts = _written_cells(column, output_format), [1] * len(column)
+        else:
+            found_counts = column.value_counts(dropna=False, sort=False)
+            uniques = pd.Series(found_counts.index, dtype=column.dtype)
+            cells, counts = _written_cells(uniques, output_format), found_counts.tolist()
+        found: dict[str | None, int] = {}
+        for text, count in zip(cells, counts, strict=True):
+            found[text] = found.get(text, 0) + int(count)
+        out[name] = found
     return out
 
 

@@ -46,6 +46,7 @@ from privgate.core.gate import (
     sensitive_reference,
     verify_release,
     verify_table,
+    written_counts,
 )
 from privgate.core.hierarchy import Hierarchy, hierarchies_for
 from privgate.core.history import (
@@ -214,6 +215,9 @@ class AnonymizedTable:
     #: gate's check that the written ranges hold them
     #: (:func:`privgate.core.label_coverage.unmatched_labels`).
     input_numbers: dict | None = None
+    #: Per column released as it is, the input's count of each cell text as written: the
+    #: written column must hold no more of any (:mod:`privgate.core.marginals`).
+    marginals: dict | None = None
     #: Each kept row's history key (aligned with ``frame``) when the policy checks the release
     #: history: who went into which class, recorded privately on publication.
     history_keys: np.ndarray | None = None
@@ -223,6 +227,7 @@ class AnonymizedTable:
         facts = {"persons": self.persons, "input_persons": self.input_persons}
         facts["reference"] = self.reference
         facts["input_numbers"] = self.input_numbers
+        facts["marginals"] = self.marginals
         return {k: v for k, v in facts.items() if v is not None}
 
     @property
@@ -273,6 +278,10 @@ def anonymize(
     if t_columns:  # with a person key, each input person weighs 1 (the search's reference)
         keys = None if setup.person_key is None else frame[setup.person_key].astype("string")
         reference = sensitive_reference(frame, t_columns, setup.output_format, persons=keys)
+    qis = set(setup.quasi_identifiers)
+    plain = written_counts(
+        frame, [c for c in setup.released_columns if c not in qis], setup.output_format
+    )
     for planned, result in chain([first], results):
         release = release_table(frame, result, setup.released_columns)
         metrics = _metrics(frame, release, result, setup, planned, started)
@@ -306,6 +315,7 @@ def anonymize(
                 input_persons=input_persons,
                 reference=reference,
                 input_numbers=input_numbers,
+                marginals={c: n for c, n in plain.items() if c not in result.labels} or None,
                 history_keys=history_keys,
             )
         )
