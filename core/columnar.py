@@ -15,7 +15,11 @@ a blank line, or starts with a byte-order mark and has no header (pyarrow drops 
 or whose rows pyarrow cannot split into the header's width, is read again by
 the reference reader, which either reads it (the same cells) or refuses it with its own
 message. Without a quote character a CSV line is split on the delimiter alone, so the two
-readers cannot disagree on a file pyarrow accepts. Writing is the mirror image: a column set
+readers cannot disagree on a file pyarrow accepts. A file of few distinct lines (a release,
+which the gate reads with ``lines=True``) is first read as lines (:func:`_read_lines`): each
+distinct line split once, on the same rule (no quote, no carriage return, no NUL, every line
+of the header's width), and handed to the cell reader when any line breaks it or the
+distinct lines are many. Writing is the mirror image: a column set
 of two or more columns whose texts hold no delimiter, quote or line break is written unquoted
 by pyarrow, which is the text :func:`core.textcsv.write_text_columns` writes; any other is
 written by that function.
