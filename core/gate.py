@@ -30,7 +30,7 @@ from privgate.core.encoding import (
 )
 from privgate.core.exceptions import VerificationError
 from privgate.core.label_coverage import unmatched_labels
-from privgate.core.marginals import excess_cells, text_counts, unknown_texts
+from privgate.core.marginals import TextCounts, excess_cells, text_counts, unknown_texts
 from privgate.core.privacy import (
     Population,
     PrivacyModel,
@@ -344,8 +344,8 @@ def _written_cells(column: object, output_format: str) -> list[str | None]:
 
 def written_counts(
     frame: object, columns: Sequence[str], output_format: str = "csv"
-) -> dict[str, dict[str | None, int]]:
-    """Each column's count of each cell text as the release writes it (``None``: empty):
+) -> dict[str, TextCounts]:
+    """Each column's count of each cell text as the release writes it (missing: empty):
     the gate's ``marginals`` fact for columns released as they are (:mod:`.marginals`).
 
     Only the column's distinct values are written out (a number's or a text's cell does not
@@ -357,21 +357,23 @@ def written_counts(
     """
     import pandas as pd
 
-    out: dict[str, dict[str | None, int]] = {}
+    out: dict[str, TextCounts] = {}
     for name in columns:
         column = frame[name]  # type: ignore[index]
         if column.dtype.kind in "mM" or isinstance(column.dtype, pd.DatetimeTZDtype):
             continue
         if column.dtype == object:
-            cells, counts = _written_cells(column, output_format), [1] * len(column)
+            cells = _written_cells(column, output_format)
+            counts = np.ones(len(cells), dtype=np.int64)
         else:
-            found_counts = column.value_counts(dropna=False, sort=False)
-            uniques = pd.Series(found_counts.index, dtype=column.dtype)
-            cells, counts = _written_cells(uniques, output_format), found_counts.tolist()
-        found: dict[str | None, int] = {}
-        for text, count in zip(cells, counts, strict=True):
-            found[text] = found.get(text, 0) + int(count)
-        out[name] = found
+            found = column.value_counts(dropna=False, sort=False)
+            cells = _written_cells(pd.Series(found.index, dtype=column.dtype), output_format)
+            counts = found.to_numpy(dtype=np.int64)
+        texts = np.empty(len(cells), dtype=object)
+        texts[:] = ["" if cell is None else cell for cell in cells]
+        distinct, inverse = np.unique(texts, return_inverse=True)  # two values, one text
+        summed = np.bincount(inverse.reshape(-1), weights=counts, minlength=len(distinct))
+        out[name] = TextCounts.from_arrays(distinct, summed.astype(np.int64))
     return out
 
 
@@ -549,7 +551,7 @@ def verify_table(
     input_persons: int | None = None,
     reference: Mapping[str, Mapping[str, int]] | None = None,
     input_numbers: Mapping[str, tuple[np.ndarray, Mapping]] | None = None,
-    marginals: Mapping[str, Mapping[str | None, int]] | None = None,
+    marginals: Mapping[str, TextCounts] | None = None,
     label_sets: Mapping[str, set] | None = None,
     distinct_lines: CodedLines | None = None,
 ) -> GateDecision:
@@ -587,7 +589,7 @@ def verify_table(
         its hierarchy's labels stands for (:func:`privgate.core.label_coverage.hierarchy_spans`):
         the released cells must each be matchable to a distinct value their label holds, or
         the file misstates the data. Given for local recoding, whose ranges are its own.
-    marginals : mapping of str to mapping of str to int, optional
+    marginals : mapping of str to TextCounts, optional
         Per column, how many cells of each text (``None``: empty) the input allows it
         (:mod:`privgate.core.marginals`): a column holding more of a text than that is not
         a release of its input column (a writer that put one column's codes under another's
@@ -636,7 +638,7 @@ def verify_table(
 
 def _beyond_input(
     release: object,
-    marginals: Mapping[str, Mapping[str | None, int]],
+    marginals: Mapping[str, TextCounts],
     label_sets: Mapping[str, set],
 ) -> list[str]:
     """Reasons to block: columns holding texts their input column does not hold (as often)."""

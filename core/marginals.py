@@ -17,26 +17,66 @@ A missing cell and an empty text are one key (``None``): both are written as an 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["excess_cells", "generalized_texts", "text_counts", "unknown_texts"]
+__all__ = ["TextCounts", "excess_cells", "generalized_texts", "text_counts", "unknown_texts"]
 
 
 def _key(text: object) -> str | None:
     return None if text is None or text == "" else str(text)
 
 
-def text_counts(codes: np.ndarray, values: np.ndarray) -> dict[str | None, int]:
-    """How many cells hold each text (``None``: missing or empty) of a coded column."""
-    counts = np.bincount(codes.astype(np.int64, copy=False) + 1, minlength=len(values) + 1)
-    out: dict[str | None, int] = {}
-    for text, count in zip([None, *values.tolist()], counts.tolist(), strict=True):
-        if count:
-            key = _key(text)
-            out[key] = out.get(key, 0) + int(count)
-    return out
+@dataclass(frozen=True)
+class TextCounts:
+    """How many cells of a column hold each text, as arrays (a column of 10M distinct texts
+    is two arrays here, not a dict of 10M entries).
+
+    Attributes
+    ----------
+    texts : ndarray of object
+        The distinct present, non-empty texts, sorted.
+    counts : ndarray of int64
+        The cells holding each.
+    missing : int
+        The cells that are missing or empty (both are written as an empty cell).
+    """
+
+    texts: np.ndarray
+    counts: np.ndarray
+    missing: int
+
+    @classmethod
+    def from_codes(cls, codes: np.ndarray, values: np.ndarray) -> TextCounts:
+        """The counts of a coded column (``values[codes]``; ``-1``: missing)."""
+        counts = np.bincount(codes.astype(np.int64, copy=False) + 1, minlength=len(values) + 1)
+        return cls.from_arrays(np.asarray(values, dtype=object), counts[1:], int(counts[0]))
+
+    @classmethod
+    def from_arrays(cls, texts: np.ndarray, counts: np.ndarray, missing: int = 0) -> TextCounts:
+        """From distinct texts (``None`` and ``""`` counted as missing) and their counts."""
+        texts = np.asarray(texts, dtype=object)
+        counts = np.asarray(counts, dtype=np.int64)
+        empty = np.array([t is None or t == "" for t in texts.tolist()], dtype=bool)
+        missing += int(counts[empty].sum())
+        keep = ~empty & (counts > 0)
+        texts, counts = texts[keep], counts[keep]
+        order = np.argsort(texts, kind="stable")
+        return cls(texts[order], counts[order], missing)
+
+    def to_dict(self) -> dict[str | None, int]:
+        out: dict[str | None, int] = dict(
+            zip(self.texts.tolist(), self.counts.tolist(), strict=True)
+        )
+        if self.missing:
+            out[None] = self.missing
+        return out
+
+
+def text_counts(codes: np.ndarray, values: np.ndarray) -> TextCounts:
+    """:meth:`TextCounts.from_codes`."""
+    return TextCounts.from_codes(codes, values)
 
 
 def generalized_texts(values: np.ndarray, hierarchy: object, level: int) -> set[str | None]:
@@ -52,15 +92,18 @@ def unknown_texts(written: np.ndarray, allowed: set[str | None]) -> list[str | N
     return [t for t in (_key(v) for v in written.tolist()) if t not in allowed]
 
 
-def excess_cells(
-    written: Mapping[str | None, int], allowed: Mapping[str | None, int]
-) -> tuple[int, list[str | None]]:
+def excess_cells(written: TextCounts, allowed: TextCounts) -> tuple[int, list[str | None]]:
     """Written cells beyond what the input allows, and up to three of the texts in excess."""
-    excess, examples = 0, []
-    for text, count in written.items():
-        over = count - allowed.get(text, 0)
-        if over > 0:
-            excess += over
-            if len(examples) < 3:
-                examples.append(text)
+    over = written.counts.copy()
+    if len(allowed.texts) and len(written.texts):
+        at = np.searchsorted(allowed.texts, written.texts).clip(0, len(allowed.texts) - 1)
+        found = allowed.texts[at] == written.texts
+        over -= np.where(found, allowed.counts[at], 0)
+    beyond = np.flatnonzero(over > 0)
+    excess = int(over[beyond].sum())
+    examples: list[str | None] = written.texts[beyond[:3]].tolist()
+    if written.missing > allowed.missing:
+        excess += written.missing - allowed.missing
+        if len(examples) < 3:
+            examples.append(None)
     return excess, examples

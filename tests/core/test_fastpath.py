@@ -232,18 +232,32 @@ def test_marginals_count_an_empty_and_a_missing_cell_as_one():
     import numpy as np
 
     from privgate.core.hierarchy import taxonomy_hierarchy
-    from privgate.core.marginals import excess_cells, generalized_texts, text_counts, unknown_texts
+    from privgate.core.marginals import (
+        TextCounts,
+        excess_cells,
+        generalized_texts,
+        text_counts,
+        unknown_texts,
+    )
 
     counts = text_counts(np.array([-1, 0, 1, 1, 2], np.int8), np.array(["", "a", "b"], object))
-    assert counts == {None: 2, "a": 2, "b": 1}
+    assert counts.to_dict() == {None: 2, "a": 2, "b": 1}
     hierarchy = taxonomy_hierarchy("x", {"ab": ["a", "b"], "c": ["c"]})
     values = np.array(["a", "b"], object)  # "c" is in the hierarchy, not in the input
     assert generalized_texts(values, hierarchy, 1) == {"ab", None}
     assert generalized_texts(values, hierarchy, 0) == {"a", "b", None}
     assert unknown_texts(np.array(["ab", "c", ""], object), {"ab", None}) == ["c"]
-    assert excess_cells({"a": 3, None: 1}, {"a": 2, None: 1}) == (1, ["a"])
-    assert excess_cells({"c": 1}, {"a": 2}) == (1, ["c"])
-    assert excess_cells({"a": 2, None: 1}, {"a": 2, None: 1}) == (0, [])
+
+    def of(found: dict) -> TextCounts:
+        texts = np.array(list(found), dtype=object)
+        return TextCounts.from_arrays(texts, np.array(list(found.values())))
+
+    allowed = of({"a": 2, "b": 5, None: 1})
+    assert excess_cells(of({"a": 3, None: 1}), allowed) == (1, ["a"])
+    assert excess_cells(of({"c": 1, "0": 1, "zz": 2}), allowed) == (4, ["0", "c", "zz"])
+    assert excess_cells(of({"a": 2, "": 2}), allowed) == (1, [None])
+    assert excess_cells(of({"a": 2, "b": 5, None: 1}), allowed) == (0, [])
+    assert excess_cells(of({"a": 1}), of({})) == (1, ["a"])
 
 
 @pytest.mark.parametrize("fails_in", ["write", "verify"])
