@@ -144,19 +144,21 @@ class TextCodes:
 
 @dataclass(frozen=True)
 class CodedLines:
-    """A file's distinct lines as codes, and how many of its rows are each of them.
+    """A file's distinct lines as codes and how many of its rows are each of them, or its
+    rows (``counts`` ``None``) when it was read row by row.
 
     Attributes
     ----------
     columns : dict of str to TextCodes
-        One :class:`TextCodes` per column, a row per distinct line, with the same ``values``
-        (so the same codes) as the file's columns read row by row.
-    counts : ndarray of int64, shape (n_lines,)
-        The file's rows holding each line (each at least 1; they sum to the file's rows).
+        One :class:`TextCodes` per column, an entry per distinct line (or per row), with the
+        ``values`` (so the codes) the file's columns read row by row have.
+    counts : ndarray of int64, shape (n_lines,), or None
+        The file's rows holding each line (each at least 1; they sum to the file's rows);
+        ``None``: each entry is one row.
     """
 
     columns: dict[str, TextCodes]
-    counts: np.ndarray
+    counts: np.ndarray | None
 
 
 def release_freed_memory() -> None:
@@ -296,8 +298,8 @@ def _chunk_lines(buf: mmap.mmap, length: int) -> tuple[np.ndarray, pa.Array]:
 
 
 def _read_lines(
-    path: Path, names: list[str], delimiter: str, header: bool, markers: set
-) -> tuple[dict[str, TextCodes], CodedLines] | None:
+    path: Path, names: list[str], delimiter: str, header: bool, markers: set, rows_wanted: bool
+) -> tuple[dict[str, TextCodes] | None, CodedLines] | None:
     """The cells of a UTF-8 file read as lines: each distinct line split into its cells once,
     each row given its line's cells; ``None`` when the file needs the cell-by-cell reader (a
     line of another width, a carriage return, a quote character, a NUL byte, a cell over the
@@ -385,7 +387,7 @@ def _read_lines(
                 return None
         if held and not merge():
             return None
-        return _line_columns(known, rows, n_rows, names, delimiter, markers, pool)
+        return _line_columns(known, rows, n_rows, names, delimiter, markers, pool, rows_wanted)
 
 
 def _line_columns(
@@ -396,7 +398,8 @@ def _line_columns(
     delimiter: str,
     markers: set,
     pool: ThreadPoolExecutor,
-) -> tuple[dict[str, TextCodes], CodedLines] | None:
+    rows_wanted: bool,
+) -> tuple[dict[str, TextCodes] | None, CodedLines] | None:
     """:func:`_read_lines`' distinct lines (each with its line feed) and each chunk's rows as
     indices into them, as ``{column: TextCodes}`` and the lines' own :class:`CodedLines`;
     ``None`` for the callers (a line of another width, a text the reference reader must
@@ -438,8 +441,9 @@ def _line_columns(
             start = stop
         return TextCodes(codes, values)
 
-    # each column's gather over the rows releases the GIL: one column per core
-    columns = dict(zip(names, pool.map(gather, range(width)), strict=True))
+    columns = None
+    if rows_wanted:  # each column's gather over the rows releases the GIL: one per core
+        columns = dict(zip(names, pool.map(gather, range(width)), strict=True))
     counts = np.zeros(len(lines), dtype=np.int64)
     for ids in rows:
         counts += np.bincount(ids, minlength=len(lines))
@@ -543,7 +547,9 @@ def read_coded_csv(
     it the cell-by-cell reader reads it: an input table's lines are mostly distinct, and
     finding that out cost a chunk's work and 40 MiB (10M scaled Adult rows).
     """
-    return _read_coded(path, delimiter, encoding, header, missing, lines)[0]
+    rows = _read_coded(path, delimiter, encoding, header, missing, lines, rows_wanted=True)[0]
+    assert rows is not None  # asked for
+    return rows
 
 
 def read_coded_csv_lines(
@@ -552,15 +558,20 @@ def read_coded_csv_lines(
     encoding: str = "utf-8",
     header: bool = True,
     missing: Iterable[str] = ("",),
-) -> tuple[dict[str, TextCodes], CodedLines | None]:
-    """:func:`read_coded_csv` with ``lines=True``, and the file's distinct lines as
-    :class:`CodedLines` when it was read as lines (``None`` when it was read cell by cell).
+) -> CodedLines:
+    """:func:`read_coded_csv` with ``lines=True``, as the file's distinct lines with their
+    counts when it was read as lines (as its rows, ``counts`` ``None``, when it was read
+    cell by cell).
 
-    Why: the gate groups a release's rows into classes; grouped as its distinct lines
-    weighted by their counts, the 9.8M rows of the 10M Adult release are 111k lines to group
-    (0.85 CPU s row by row, issue 18).
+    Why: the gate measures a release on its cells; as its distinct lines, each weighing its
+    count, the 9.8M rows of the 10M Adult release are 111k lines to group and count, and no
+    row's codes are made (9 gathers of 9.8M rows), issue 18.
     """
-    return _read_coded(path, delimiter, encoding, header, missing, True)
+    rows, lines = _read_coded(path, delimiter, encoding, header, missing, True, rows_wanted=False)
+    if lines is not None:
+        return lines
+    assert rows is not None  # read cell by cell
+    return CodedLines(rows, None)
 
 
 def _read_coded(
@@ -570,7 +581,10 @@ def _read_coded(
     header: bool,
     missing: Iterable[str],
     lines: bool,
-) -> tuple[dict[str, TextCodes], CodedLines | None]:
+    rows_wanted: bool,
+) -> tuple[dict[str, TextCodes] | None, CodedLines | None]:
+    """The file's rows (``None`` only when read as lines and not ``rows_wanted``) and its
+    distinct lines when it was read as lines."""
     path = Path(path)
     markers = set(missing)
     codec = "utf-8-sig" if encoding.lower().replace("_", "-") == "utf-8" else encoding
@@ -582,7 +596,7 @@ def _read_coded(
     if names is not None and delimiter != '"' and plain_markers and (header or not _has_bom(path)):
         arrow_codec = "utf8" if codec == "utf-8-sig" else codec  # the BOM is on the header line
         if lines and codec == "utf-8-sig" and delimiter.isascii() and delimiter not in "\r\n":
-            found = _read_lines(path, names, delimiter, header, markers)
+            found = _read_lines(path, names, delimiter, header, markers, rows_wanted)
             if found is not None:
                 return found
         try:

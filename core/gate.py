@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from privgate.core.columnar import CodedLines, TextCodes, read_coded_csv_lines
+from privgate.core.columnar import CodedLines, TextCodes, read_coded_csv, read_coded_csv_lines
 from privgate.core.encoding import (
     PARALLEL_ROWS,
     ClassStats,
@@ -183,18 +183,24 @@ def read_release_codes(path: str | Path) -> dict[str, TextCodes]:
     cells as the standard library's reader, no Python string per cell), so the gate's group-by
     runs on integer codes; a Parquet release is read as :func:`read_release` reads it.
     """
-    return _read_release_lines(path)[0]
-
-
-def _read_release_lines(path: str | Path) -> tuple[dict[str, TextCodes], CodedLines | None]:
-    """:func:`read_release_codes`, and a CSV release's distinct lines with their counts when
-    it was read as lines (:func:`privgate.core.columnar.read_coded_csv_lines`)."""
     path = Path(path)
     if not path.exists():
         raise VerificationError(f"release file not found: {path}")
     if path.suffix == ".parquet":
-        cells = read_release(path)
-        return {name: TextCodes.from_text(column) for name, column in cells.items()}, None
+        return {name: TextCodes.from_text(cells) for name, cells in read_release(path).items()}
+    try:
+        return read_coded_csv(path, lines=True)  # a release: few distinct lines
+    except Exception as exc:  # any parser failure means the release is unreadable
+        raise VerificationError(f"cannot read release {path}: {exc}") from None
+
+
+def _read_release_lines(path: str | Path) -> CodedLines:
+    """:func:`read_release_codes`'s cells as a CSV release's distinct lines with their counts
+    when it was read as lines (:func:`privgate.core.columnar.read_coded_csv_lines`), else as
+    its rows."""
+    path = Path(path)
+    if path.suffix == ".parquet" or not path.exists():
+        return CodedLines(read_release_codes(path), None)
     try:
         return read_coded_csv_lines(path)  # a release: few distinct lines
     except Exception as exc:  # any parser failure means the release is unreadable
@@ -214,7 +220,7 @@ def class_stats_of(
     quasi_identifiers: Sequence[str],
     sensitive: Sequence[str],
     persons: Sequence[object] | None = None,
-    lines: CodedLines | None = None,
+    weights: np.ndarray | None = None,
 ) -> ClassStats:
     """Equivalence classes of a table (DataFrame or column mapping) over its QI columns.
 
@@ -228,22 +234,16 @@ def class_stats_of(
     With ``persons`` (each row's person, aligned with the rows), the classes are counted in
     persons with the search's definition (:func:`privgate.core.privacy.person_class_stats`):
     a class's size is its distinct persons, its sensitive histogram weighs each person 1.
-    ``lines``: the same table's distinct rows and their counts (a file read as lines,
-    :func:`privgate.core.columnar.read_coded_csv_lines`); without ``persons`` the classes are
-    grouped on those rows, each weighing its count: the same classes, in the same order (by
-    their codes), of the same sizes and histograms, for 111k lines instead of 9.8M rows on
-    the 10M Adult release.
+    ``weights``: how many rows of the file each row of ``table`` stands for (a release read
+    as its distinct lines, :func:`privgate.core.columnar.read_coded_csv_lines`; not with
+    ``persons``): each class's size and histograms count them.
     """
     n = _n_rows(table)
+    if weights is not None and (persons is not None or len(weights) != n):
+        raise ValueError("class_stats_of: weights need one count per row, and no persons")
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return ClassStats(empty, {}, {}, {})
-    weights = None
-    if lines is not None and persons is None:
-        if int(lines.counts.sum()) != n or list(lines.columns) != list(table):
-            raise VerificationError("the release's distinct lines do not add up to its rows")
-        table, weights = lines.columns, lines.counts.astype(np.float64)
-        n = len(weights)
     class_ids, _ = _classes(table, quasi_identifiers)
     n_classes = int(class_ids.max()) + 1
     sens_codes, sens_values = {}, {}
@@ -255,8 +255,7 @@ def class_stats_of(
         sens_codes[name] = column_codes
         sens_values[name] = uniques
     if persons is None:
-        if weights is None:
-            weights = np.ones(n)
+        weights = np.ones(n) if weights is None else weights.astype(np.float64)
         return ClassStats.from_labels(class_ids, n_classes, weights, sens_codes, sens_values)
     person_codes = _person_codes(persons, n)
     return person_class_stats(class_ids, n_classes, person_codes, sens_codes, sens_values)
@@ -553,7 +552,7 @@ def verify_table(
     input_numbers: Mapping[str, tuple[np.ndarray, Mapping]] | None = None,
     marginals: Mapping[str, TextCounts] | None = None,
     label_sets: Mapping[str, set] | None = None,
-    distinct_lines: CodedLines | None = None,
+    row_counts: np.ndarray | None = None,
 ) -> GateDecision:
     """Measure a release table against the privacy models and the policy's other limits.
 
@@ -597,19 +596,22 @@ def verify_table(
     label_sets : mapping of str to set, optional
         Per quasi-identifier, the texts it may hold (its input values' labels at the plan's
         level, :func:`privgate.core.marginals.generalized_texts`); another text blocks.
-    distinct_lines : CodedLines, optional
-        The release's distinct rows and their counts, as read with it
-        (:func:`verify_release`): its classes are grouped on them (:func:`class_stats_of`).
+    row_counts : ndarray of int, optional
+        How many rows of the written file each row of ``release`` stands for (a release read
+        as its distinct lines, :func:`verify_release`; not with ``persons``): every count,
+        the classes, the rows and the suppression are of the file's rows.
     """
     reasons = check_columns(
         list(release), quasi_identifiers, models, expected_columns, forbidden_columns
     )
-    n_rows = _n_rows(release)
+    if row_counts is not None and persons is not None:
+        raise ValueError("verify_table: row_counts and persons cannot be given together")
+    n_rows = _n_rows(release) if row_counts is None else int(row_counts.sum())
     if any(r.startswith("cannot verify") for r in reasons):
         return GateDecision(False, reasons, {"rows": n_rows})
     try:
         sensitive = sensitive_columns_of(models)
-        stats = class_stats_of(release, quasi_identifiers, sensitive, persons, distinct_lines)
+        stats = class_stats_of(release, quasi_identifiers, sensitive, persons, row_counts)
         if reference:
             stats = with_reference(stats, reference)
     except VerificationError as exc:
@@ -618,8 +620,8 @@ def verify_table(
     if population is not None:
         stats, problems = with_population(stats, release, quasi_identifiers, population)
         reasons += problems
-    reasons += _misstated(release, input_numbers or {})
-    reasons += _beyond_input(release, marginals or {}, label_sets or {})
+    reasons += _misstated(release, input_numbers or {}, row_counts)
+    reasons += _beyond_input(release, marginals or {}, label_sets or {}, row_counts)
     away = generalized_away(release, quasi_identifiers)
     if persons is None:
         decision = decide(stats, n_rows, models, reasons, input_rows, suppression_limit)
@@ -640,6 +642,7 @@ def _beyond_input(
     release: object,
     marginals: Mapping[str, TextCounts],
     label_sets: Mapping[str, set],
+    row_counts: np.ndarray | None = None,
 ) -> list[str]:
     """Reasons to block: columns holding texts their input column does not hold (as often)."""
     reasons = []
@@ -658,7 +661,7 @@ def _beyond_input(
         if name not in release:  # type: ignore[operator]
             continue  # reported by check_columns
         codes, texts = _text_codes(release[name])  # type: ignore[index]
-        excess, examples = excess_cells(text_counts(codes, texts), allowed)
+        excess, examples = excess_cells(text_counts(codes, texts, row_counts), allowed)
         if excess:
             reasons.append(
                 f"column {name!r}: {excess} written cell(s) beyond what the input's column "
@@ -668,7 +671,9 @@ def _beyond_input(
 
 
 def _misstated(
-    release: object, input_numbers: Mapping[str, tuple[np.ndarray, Mapping]]
+    release: object,
+    input_numbers: Mapping[str, tuple[np.ndarray, Mapping]],
+    row_counts: np.ndarray | None = None,
 ) -> list[str]:
     """Reasons to block: released numeric labels no distinct input values can stand under."""
     reasons = []
@@ -676,7 +681,7 @@ def _misstated(
         if name not in release:  # type: ignore[operator]
             continue  # reported by check_columns
         codes, texts = _text_codes(release[name])  # type: ignore[index]
-        counts = np.bincount(codes.astype(np.int64) + 1, minlength=len(texts) + 1)
+        counts = _cell_counts(codes, len(texts), row_counts)
         labels = [None, *texts.tolist()]
         unmatched = unmatched_labels(labels, counts.tolist(), values, spans)
         if unmatched:
@@ -685,6 +690,15 @@ def _misstated(
                 "not hold (no distinct input record's value lies in each cell's range)"
             )
     return reasons
+
+
+def _cell_counts(codes: np.ndarray, n_values: int, row_counts: np.ndarray | None) -> np.ndarray:
+    """How many of the file's rows hold a missing cell (first) and each of a column's
+    ``n_values`` texts; ``row_counts``: the rows each entry of ``codes`` stands for."""
+    index = codes.astype(np.int64) + 1
+    if row_counts is None:
+        return np.bincount(index, minlength=n_values + 1)
+    return np.bincount(index, weights=row_counts, minlength=n_values + 1).astype(np.int64)
 
 
 def sensitive_columns_of(models: Sequence[PrivacyModel]) -> list[str]:
@@ -789,7 +803,7 @@ def verify_release(
 
     The file is read as dictionary codes (:func:`read_release_codes`): the same cells as
     :func:`read_release`, grouped on integers, never on a Python string per cell; a file read
-    as its distinct lines is grouped into classes as those lines, weighted by their counts.
+    as its distinct lines is measured on those lines, each weighing its count of rows.
 
     An unreadable file is a blocked release, not a crash: the decision says why.
     ``expected_rows``: the rows the search's plan releases; a file holding another number is
@@ -797,10 +811,12 @@ def verify_release(
     still looks k-anonymous, as more suppression within the limit), so it is blocked.
     """
     try:
-        release, lines = _read_release_lines(path)
+        coded = _read_release_lines(path)
     except VerificationError as exc:
         return GateDecision(False, [str(exc)], {})
-    decision = verify_table(release, quasi_identifiers, models, distinct_lines=lines, **limits)
+    decision = verify_table(
+        coded.columns, quasi_identifiers, models, row_counts=coded.counts, **limits
+    )
     written = decision.measurements.get("rows")
     if expected_rows is not None and written != expected_rows:
         mismatch = (

@@ -48,9 +48,18 @@ class TextCounts:
     missing: int
 
     @classmethod
-    def from_codes(cls, codes: np.ndarray, values: np.ndarray) -> TextCounts:
-        """The counts of a coded column (``values[codes]``; ``-1``: missing)."""
-        counts = np.bincount(codes.astype(np.int64, copy=False) + 1, minlength=len(values) + 1)
+    def from_codes(
+        cls, codes: np.ndarray, values: np.ndarray, weights: np.ndarray | None = None
+    ) -> TextCounts:
+        """The counts of a coded column (``values[codes]``; ``-1``: missing); ``weights``:
+        how many cells each entry of ``codes`` stands for (a release's distinct lines and
+        their counts of rows)."""
+        index = codes.astype(np.int64, copy=False) + 1
+        if weights is None:
+            counts = np.bincount(index, minlength=len(values) + 1)
+        else:
+            counts = np.bincount(index, weights=weights, minlength=len(values) + 1)
+            counts = counts.astype(np.int64)
         return cls.from_arrays(np.asarray(values, dtype=object), counts[1:], int(counts[0]))
 
     @classmethod
@@ -74,9 +83,11 @@ class TextCounts:
         return out
 
 
-def text_counts(codes: np.ndarray, values: np.ndarray) -> TextCounts:
+def text_counts(
+    codes: np.ndarray, values: np.ndarray, weights: np.ndarray | None = None
+) -> TextCounts:
     """:meth:`TextCounts.from_codes`."""
-    return TextCounts.from_codes(codes, values)
+    return TextCounts.from_codes(codes, values, weights)
 
 
 def generalized_texts(values: np.ndarray, hierarchy: object, level: int) -> set[str | None]:

@@ -496,29 +496,32 @@ def test_group_rows_is_np_unique_on_either_side_of_the_hash_threshold(rows):
 
 
 def _release_of_few_lines(path: Path, n_rows: int, seed: int) -> None:
-    """A written release of few distinct lines (QI cells with missing ones, a sensitive
-    column with a missing value), in a random row order."""
+    """A written release of few distinct lines (QI cells with missing ones, a numeric range
+    column, a sensitive column with a missing value), in a random row order."""
     rng = np.random.default_rng(seed)
     zips = np.array(["130**", "148**", "", "1****"], dtype=object)
     ages = np.array(["<30", ">=40", "30-39", ""], dtype=object)
+    years = np.array(["20-29", "30-39", "40-49"], dtype=object)
     diseases = np.array(["flu", "cold", "cancer", ""], dtype=object)
     rows = [
-        f"{zips[rng.integers(4)]},{ages[rng.integers(4)]},{diseases[rng.integers(4)]}"
+        f"{zips[rng.integers(4)]},{ages[rng.integers(4)]},{years[rng.integers(3)]},"
+        f"{diseases[rng.integers(4)]}"
         for _ in range(40)
     ]
     picks = rng.integers(0, len(rows), n_rows)
-    path.write_text("zip,age,disease\n" + "".join(rows[i] + "\n" for i in picks))
+    path.write_text("zip,age,years,disease\n" + "".join(rows[i] + "\n" for i in picks))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_gate_grouping_a_release_as_its_distinct_lines_measures_what_its_rows_give(
+def test_gate_measuring_a_release_as_its_distinct_lines_measures_what_its_rows_give(
     tmp_path, seed, monkeypatch
 ):
-    """verify_release reads a CSV release as lines and groups its classes as those lines,
-    weighted by their counts: the decision (reasons and every measurement, k, l, t, the rows
-    and suppression) and the class statistics are those of the reference reader's rows,
-    grouped row by row; and that grouping is the one used (class_stats_of gets the lines)."""
+    """verify_release reads a CSV release as its distinct lines and measures them, each
+    weighing its count of rows: the decision (reasons and every measurement: k, l, t, rows,
+    suppression, the marginals', labels' and numeric ranges' reasons) is that of the reference
+    reader's rows measured row by row; and the lines are what is measured."""
     import privgate.core.gate as gate
+    from privgate.core.marginals import TextCounts, text_counts
 
     path = tmp_path / "release.csv"
     _release_of_few_lines(path, 3_000, seed)
@@ -528,41 +531,56 @@ def test_gate_grouping_a_release_as_its_distinct_lines_measures_what_its_rows_gi
         EntropyLDiversity(column="disease", l=1.5),
         TCloseness(column="disease", t=0.4),
     ]
-    reference = {"disease": {"flu": 1_000, "cold": 900, "cancer": 700, None: 600, "mumps": 10}}
-    limits = {"input_rows": 3_200, "suppression_limit": 0.1, "reference": reference}
+    rows = read_release(path)  # the standard library's reader, row by row
+    coded = read_release_codes(path)
+    marginals = {name: text_counts(c.codes, c.values) for name, c in coded.items()}
+    zips = marginals["zip"]
+    short = zips.counts - 3 * (zips.texts == "130**")  # 3 cells over
+    marginals["zip"] = TextCounts(zips.texts, short, zips.missing)
+    ages = np.repeat([22.0, 35.0, 44.0, np.nan], [900, 1_100, 1_000 - 50 * seed, 10])
+    limits = {
+        "input_rows": 3_200,
+        "suppression_limit": 0.1,
+        "reference": {"disease": {"flu": 1_000, "cold": 900, "cancer": 700, None: 600, "x": 9}},
+        "marginals": marginals,
+        "label_sets": {"age": {"<30", ">=40", None}},  # "30-39" is no label of the input's
+        "input_numbers": {"years": (ages, None)},
+    }
     seen = []
     stats_of = gate.class_stats_of
 
-    def spy(*args, **kwargs):
-        seen.append(args[4] if len(args) > 4 else kwargs.get("lines"))
-        return stats_of(*args, **kwargs)
+    def spy(table, *args, **kwargs):
+        seen.append((len(next(iter(table.values()))), args[3] if len(args) > 3 else None))
+        return stats_of(table, *args, **kwargs)
 
     monkeypatch.setattr(gate, "class_stats_of", spy)
     decision = verify_release(path, QI, models, expected_rows=3_000, **limits)
-    assert seen and seen[0] is not None and len(seen[0].counts) <= 40  # grouped as lines
-    rows = read_release(path)  # the standard library's reader, row by row
+    assert seen[0][0] <= 40 and seen[0][1] is not None  # the distinct lines, weighted
     expected = verify_table(rows, QI, models, **limits)
-    assert decision.passed == expected.passed
+    assert not decision.passed
+    assert len(decision.reasons) >= 3  # the marginal, the label and more
     assert decision.reasons == expected.reasons
     assert decision.measurements == expected.measurements
+    assert decision.measurements["rows"] == 3_000
 
-    codes, lines = gate._read_release_lines(path)
-    by_lines = stats_of(codes, QI, ["disease"], lines=lines)
-    by_rows = stats_of(codes, QI, ["disease"])
+    lines = gate._read_release_lines(path)
+    assert lines.counts is not None and int(lines.counts.sum()) == 3_000
+    by_lines = stats_of(lines.columns, QI, ["disease"], weights=lines.counts)
+    by_rows = stats_of(coded, QI, ["disease"])
     assert np.array_equal(by_lines.sizes, by_rows.sizes)
-    assert by_lines.sizes.sum() == 3_000
     assert np.array_equal(by_lines.histograms["disease"], by_rows.histograms["disease"])
     assert list(by_lines.ordered_values["disease"]) == list(by_rows.ordered_values["disease"])
 
 
-def test_gate_blocks_distinct_lines_that_do_not_add_up_to_the_rows(tmp_path):
-    """Lines whose counts are not the table's rows are not the table's: class_stats_of
-    refuses them instead of measuring another table."""
+def test_gate_refuses_row_counts_it_cannot_apply(tmp_path):
+    """Weights of another length than the table, or with persons, are refused instead of
+    measuring another table."""
     import privgate.core.gate as gate
 
     path = tmp_path / "release.csv"
     _release_of_few_lines(path, 500, 3)
-    codes, lines = gate._read_release_lines(path)
-    short = type(lines)(lines.columns, lines.counts - (np.arange(len(lines.counts)) == 0))
-    with pytest.raises(VerificationError):
-        class_stats_of(codes, QI, ["disease"], lines=short)
+    lines = gate._read_release_lines(path)
+    with pytest.raises(ValueError, match="one count per row"):
+        class_stats_of(lines.columns, QI, ["disease"], weights=lines.counts[1:])
+    with pytest.raises(ValueError, match="together"):
+        verify_table(lines.columns, QI, [KAnonymity(k=2)], persons=["p"], row_counts=lines.counts)
