@@ -196,14 +196,15 @@ def sweep_stale(dataset_dir: Path, now: float | None = None) -> list[Path]:
 
 
 def sweep_stale_files(directory: Path, prefix: str, suffix: str) -> list[Path]:
-    """Remove the files ``<prefix><owner><suffix>`` in ``directory`` whose owner
+    """Remove the files (or folders) ``<prefix><owner><suffix>`` in ``directory`` whose owner
     (:func:`staging_owner`) is gone, as :func:`sweep_stale` does for staging folders: one of a
     live process on this host is kept; one whose owner cannot be asked (another host, or no
     owner in its name) only once older than :data:`FOREIGN_STALE_SECONDS`.
 
-    Why: ``privgate anonymize`` writes its release under such a hidden name and renames it
-    only once the gate has passed it; a process killed before that (an out-of-memory kill
-    at 10M rows) left the whole unverified release there for good.
+    Why: ``privgate anonymize`` (a file) and the Dask path (a folder of parts) write their
+    release under such a hidden name and rename it only once the gate has passed it; a
+    process killed before that (an out-of-memory kill at 10M rows) left the whole unverified
+    release there for good.
     """
     removed: list[Path] = []
     try:
@@ -221,7 +222,11 @@ def sweep_stale_files(directory: Path, prefix: str, suffix: str) -> list[Path]:
         try:
             if alive is None:
                 alive = now - entry.stat().st_mtime < FOREIGN_STALE_SECONDS
-            if not alive and entry.is_file():
+            if not alive and entry.is_dir():  # a partitioned release's staging folder
+                doomed = entry.with_name(f".swept-{name.lstrip('.')}-{uuid.uuid4().hex[:8]}")
+                entry.rename(doomed)  # a concurrent sweep or reader never sees it half gone
+                shutil.rmtree(doomed, ignore_errors=True)
+            elif not alive:
                 entry.unlink()
         except OSError:
             continue  # gone already, or not ours to remove

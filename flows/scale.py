@@ -23,7 +23,6 @@ rows comes in (``python -m privgate.core.scaled_adult ROWS FOLDER`` writes scale
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -32,6 +31,7 @@ from prefect import flow
 from prefect_dask import DaskTaskRunner
 
 from privgate.core.exceptions import PrivgateError
+from privgate.core.publish import staging_owner, sweep_stale_files
 from privgate.core.scale import input_overrides, publish_stage, scale_setup
 from privgate.flows.policy_overrides import resolve_policy
 from privgate.tasks.results import ensure_result_storage
@@ -84,7 +84,9 @@ def scale_release_flow(
     # every task of this flow failed with "Unable to find block document".
     ensure_result_storage()
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    # named after its owner: one a killed run left is removed by the next (sweep_stale_files)
+    staging = out.with_name(f".{out.name}.{staging_owner()}.tmp")
+    sweep_stale_files(out.parent, f".{out.name}.", ".tmp")
 
     setup = scale_setup(policy)  # every task on the cluster (submitted), none cached
     on_cluster = {"cluster": True}  # the tasks' dask work on the flow's cluster

@@ -27,6 +27,7 @@ from privgate.core.exceptions import GateBlockedError
 from privgate.core.gate import GateDecision
 from privgate.core.policy import ReleasePolicy
 from privgate.core.privacy import reference_columns
+from privgate.core.publish import staging_owner, sweep_stale_files
 from privgate.core.scale._apply import GeneralizationPlan, generalize_frame, plan_generalization
 from privgate.core.scale._dictionary import frequency_set_from_histogram
 from privgate.core.scale._frequency import histogram_of, read_input
@@ -279,8 +280,9 @@ def anonymize_dask(
     if output.exists():
         raise FileExistsError(f"release folder already exists: {output}")
     output.parent.mkdir(parents=True, exist_ok=True)
-    staging = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
+    # named after its owner: one a killed run left is removed by the next (sweep_stale_files)
+    staging = output.with_name(f".{output.name}.{staging_owner()}.tmp")
+    sweep_stale_files(output.parent, f".{output.name}.", ".tmp")
     timings: dict[str, float] = {}
     setup = scale_setup(policy)
 

@@ -254,3 +254,31 @@ def test_published_by_another_names_the_run_whose_manifest_is_in_place(tmp_path)
     assert published_by_another(release, "") is None
     (release / "manifest.json").write_text("{not json")
     assert published_by_another(release, "run-b") == "an earlier run"
+
+
+def test_stale_staging_files_and_folders_of_dead_owners_are_swept(tmp_path: Path) -> None:
+    """``sweep_stale_files`` removes a staging file or folder (a partitioned release's parts)
+    whose owner on this host is gone, and keeps a live owner's, another name's and one whose
+    owner cannot be asked that is recent."""
+    import subprocess
+
+    from privgate.core.publish import staging_owner, sweep_stale_files
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    host, pid, _ = staging_owner().split(".")
+    gone = f"{host}.{child.pid}.1"
+    stale_file = tmp_path / f".out.{gone}.tmp"
+    stale_folder = tmp_path / f".out.{gone[:-1]}2.tmp"
+    live = tmp_path / f".out.{host}.{pid}.0.tmp"
+    foreign = tmp_path / ".out.00000000.1.1.tmp"
+    other = tmp_path / f".other.{gone}.tmp"
+    for path in (stale_file, live, foreign, other):
+        path.write_text("unverified")
+    stale_folder.mkdir()
+    (stale_folder / "part.0.parquet").write_text("unverified")
+    removed = sweep_stale_files(tmp_path, ".out.", ".tmp")
+    assert sorted(removed) == sorted([stale_file, stale_folder])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in (live, foreign, other)
+    )

@@ -174,6 +174,29 @@ def test_a_release_tampered_before_the_gate_is_not_published(
     assert list((tmp_path / "out").iterdir()) == []
 
 
+def test_a_staging_folder_left_by_a_killed_run_is_removed_by_the_next(
+    adult_policy, parts, tmp_path
+):
+    """A run killed between writing its parts and renaming them left the unverified release
+    in its hidden staging folder for good; the next run to the same output removes it once
+    its owner is gone."""
+    import subprocess
+
+    from privgate.core.publish import staging_owner
+
+    written, _ = parts
+    child = subprocess.Popen(["true"])
+    child.wait()
+    host = staging_owner().split(".")[0]
+    stale = tmp_path / f".release.{host}.{child.pid}.1.tmp"
+    stale.mkdir()
+    (stale / "part.0.parquet").write_bytes(b"unverified")
+    policy = adult_policy.with_overrides(**input_overrides(written.folder))
+    run = anonymize_dask(policy, tmp_path / "release", shuffle_seed=4)
+    assert run.decision.passed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]
+
+
 def test_input_overrides_keep_csv_as_csv(tmp_path):
     (tmp_path / "a.csv").write_text("x\n1\n")
     assert input_overrides(tmp_path / "a.csv") == {"input.path": str(tmp_path / "a.csv")}
