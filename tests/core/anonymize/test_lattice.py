@@ -36,16 +36,22 @@ def test_dense_grouping_is_np_unique(rows, space, dtype, seed):
     st.integers(0, 3000),
     st.integers(1, 6000),
     st.sampled_from([np.int32, np.int64]),
-    st.sampled_from(["uniform", "skewed", "one key"]),
+    st.sampled_from(["uniform", "skewed", "one key", "wide", "halves"]),
     st.integers(0, 2**32 - 1),
 )
 def test_grouping_split_at_a_pivot_is_np_unique(rows, space, dtype, shape, seed):
-    """The grouping of large keys, sorted as two halves of their value range on two threads:
-    np.unique's groups (each row's rank among the sorted distinct keys) and a row of each
-    group as its representative, as the serial sort gives; with most rows on one key (the
-    pivot drawn on it) and with a single key (an empty side)."""
+    """The grouping of large keys, sorted as two halves of their value range on two threads
+    and, for int32 keys, by two 16-bit radix passes: np.unique's groups (each row's rank among
+    the sorted distinct keys) and a row of each group as its representative, as the serial
+    sort gives; with most rows on one key (the pivot drawn on it), with a single key (an
+    empty side), with keys up to 2**31 - 1 and with keys sharing one 16-bit half."""
     rng = np.random.default_rng(seed)
-    if shape == "uniform":
+    if shape == "wide":  # a few distinct keys spread over the whole int32 range
+        key = rng.choice(rng.integers(0, 2**31, max(1, space // 50)), rows)
+    elif shape == "halves":  # keys equal in one 16-bit half, apart in the other
+        high = rng.integers(0, 2**15 - 4) + rng.integers(0, 4, rows)  # neighbouring highs
+        key = high * 2**16 + rng.integers(0, 3, rows)
+    elif shape == "uniform":
         key = rng.integers(0, space, rows)
     elif shape == "skewed":  # most rows at the low end: the sampled median is that key
         key = np.where(rng.random(rows) < 0.8, 0, rng.integers(0, space, rows))
@@ -53,13 +59,13 @@ def test_grouping_split_at_a_pivot_is_np_unique(rows, space, dtype, shape, seed)
         key = np.full(rows, space - 1)
     key = key.astype(dtype)
     want_inverse = np.unique(key, return_inverse=True)[1].reshape(-1)
-    for threshold in (1, 1 << 40):  # every key set split, then never
-        saved = lattice_module.PARALLEL_GROUP_ROWS
-        lattice_module.PARALLEL_GROUP_ROWS = threshold
+    for split, radix in [(1, 1), (1, 1 << 40), (1 << 40, 1), (1 << 40, 1 << 40)]:
+        saved = lattice_module.PARALLEL_GROUP_ROWS, lattice_module.RADIX_ROWS
+        lattice_module.PARALLEL_GROUP_ROWS, lattice_module.RADIX_ROWS = split, radix
         try:
             first, inverse = _group(key)
         finally:
-            lattice_module.PARALLEL_GROUP_ROWS = saved
+            lattice_module.PARALLEL_GROUP_ROWS, lattice_module.RADIX_ROWS = saved
         np.testing.assert_array_equal(inverse, want_inverse)
         assert len(first) == len(np.unique(key))
         np.testing.assert_array_equal(inverse[first], np.arange(len(first)))
