@@ -811,7 +811,10 @@ def verify_release(
     still looks k-anonymous, as more suppression within the limit), so it is blocked.
     """
     try:
-        coded = _read_release_lines(path)
+        if limits.get("persons") is not None:  # each row's person: the rows, not the lines
+            coded = CodedLines(read_release_codes(path), None)
+        else:
+            coded = _read_release_lines(path)
     except VerificationError as exc:
         return GateDecision(False, [str(exc)], {})
     decision = verify_table(

@@ -584,3 +584,22 @@ def test_gate_refuses_row_counts_it_cannot_apply(tmp_path):
         class_stats_of(lines.columns, QI, ["disease"], weights=lines.counts[1:])
     with pytest.raises(ValueError, match="together"):
         verify_table(lines.columns, QI, [KAnonymity(k=2)], persons=["p"], row_counts=lines.counts)
+
+
+def test_a_written_release_verified_with_each_rows_person_is_read_as_rows(tmp_path):
+    """A person-keyed release is verified with each written row's person, aligned with the
+    rows: c1f359e read every CSV release as its distinct lines and verify_table refused the
+    persons beside line counts (ValueError), so every person-keyed release flow crashed in
+    its gate. Read as rows, 3 admissions of 2 patients are one class of 2 persons."""
+    from privgate.core.gate import verify_release
+    from privgate.core.privacy import KAnonymity
+
+    path = tmp_path / "release.csv"
+    path.write_text("ward,age\nA,30-39\nA,30-39\nA,30-39\nB,40-49\nB,40-49\n", encoding="utf-8")
+    persons = np.array(["p1", "p1", "p2", "p3", "p4"], dtype=object)
+    decision = verify_release(path, ["ward", "age"], [KAnonymity(k=2)], persons=persons)
+    assert decision.passed, decision.reasons
+    assert decision.measurements["persons"] == 4
+    assert decision.measurements["min_class_size"] == 2
+    blocked = verify_release(path, ["ward", "age"], [KAnonymity(k=3)], persons=persons)
+    assert not blocked.passed and blocked.measurements["min_class_size"] == 2
