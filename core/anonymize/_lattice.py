@@ -23,7 +23,7 @@ from functools import cached_property, partial
 import numpy as np
 
 from privgate.core.anonymize._population import population_index, with_population_counts
-from privgate.core.encoding import ClassStats, FrequencySet
+from privgate.core.encoding import ClassStats, FrequencySet, sort_order
 from privgate.core.exceptions import AnonymizationError
 from privgate.core.privacy import PrivacyModel, suppress_to_meet
 
@@ -32,28 +32,6 @@ __all__ = ["MAX_LISTED", "ClassTable", "Lattice", "NodeChecker", "NodeOutcome"]
 #: Keys from which :func:`_group` sorts the two halves of their value range on two threads;
 #: below it the threads do not pay (local recoding's many small searches stay serial).
 PARALLEL_GROUP_ROWS = 1 << 17
-#: ``int32`` keys from which :func:`_argsort` sorts by two 16-bit radix passes instead of
-#: comparisons.
-RADIX_ROWS = 1 << 15
-
-
-def _argsort(key: np.ndarray) -> np.ndarray:
-    """An order of ``key``'s rows by key (ties in any order).
-
-    Why two stable passes over 16-bit halves: numpy sorts 16-bit integers stably by radix, in
-    linear time, so a non-negative ``int32`` key is ordered by its low half, then stably by its
-    high half (least significant digit first), in 25-38 ms for a million keys where
-    ``np.argsort`` took 72 ms; the optimal search of a 10M-row table sorts a million-row key
-    for each of its roll-ups from the frequency set. Class-table keys are never negative
-    (mixed-radix codes); any other key takes ``np.argsort``.
-    """
-    if key.dtype != np.int32 or len(key) < RADIX_ROWS:
-        return np.argsort(key)
-    low = (key & 0xFFFF).astype(np.uint16)
-    by_low = np.argsort(low, kind="stable")
-    del low
-    high = (key >> 16).astype(np.uint16)[by_low]  # a negative key would wrap: none here
-    return by_low[np.argsort(high, kind="stable")]
 
 
 def _group(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,7 +56,7 @@ def _sorted_runs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``rows`` (default: all) sorted by ``key``, the group (0, 1, ...) of each in that order,
     and a representative row of each group."""
-    order = _argsort(key) if rows is None else rows[_argsort(key[rows])]
+    order = sort_order(key) if rows is None else rows[sort_order(key[rows])]
     ordered = key[order]
     starts = np.empty(len(order), dtype=bool)
     if len(order):

@@ -217,3 +217,25 @@ def test_factorize_of_arrow_text_is_pandas_sorted_factorize(cells):
     np.testing.assert_array_equal(codes, expected_codes)
     assert list(uniques) == list(expected_uniques)
     assert codes.dtype == np.int32
+
+
+@settings(max_examples=60, deadline=None)
+@given(_tables(), st.data())
+def test_classes_by_radix_order_are_np_unique_of_the_generalized_tuples(case, data):
+    """A frequency set's classes at any levels (``int32`` keys, ordered by two radix passes
+    from RADIX_ROWS tuples, lowered here to one): each distinct tuple's rank among the
+    distinct generalized tuples, as ``np.unique`` over the rows gives it."""
+    frame, qis = case
+    hierarchies = {q: ARXHierarchy(q, [[v, "*"] for v in _VOCAB]) for q in qis}
+    freq = encode_table(frame, hierarchies, ["s"]).frequency_set()
+    levels = [data.draw(st.integers(0, c.height)) for c in freq.table.columns]
+    want = np.unique(freq.generalized_codes(levels), axis=0, return_inverse=True)[1]
+    for threshold in (1, 1 << 40):
+        saved = encoding.RADIX_ROWS
+        encoding.RADIX_ROWS = threshold
+        try:
+            class_ids, n_classes = freq.classes(levels)
+        finally:
+            encoding.RADIX_ROWS = saved
+        np.testing.assert_array_equal(class_ids, want.reshape(-1))
+        assert n_classes == (int(want.max()) + 1 if len(want) else 0)

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import privgate.core.anonymize._lattice as lattice_module
+import privgate.core.encoding as encoding_module
 from privgate.core.anonymize._lattice import _group, _group_dense
 
 
@@ -60,12 +61,12 @@ def test_grouping_split_at_a_pivot_is_np_unique(rows, space, dtype, shape, seed)
     key = key.astype(dtype)
     want_inverse = np.unique(key, return_inverse=True)[1].reshape(-1)
     for split, radix in [(1, 1), (1, 1 << 40), (1 << 40, 1), (1 << 40, 1 << 40)]:
-        saved = lattice_module.PARALLEL_GROUP_ROWS, lattice_module.RADIX_ROWS
-        lattice_module.PARALLEL_GROUP_ROWS, lattice_module.RADIX_ROWS = split, radix
+        saved = lattice_module.PARALLEL_GROUP_ROWS, encoding_module.RADIX_ROWS
+        lattice_module.PARALLEL_GROUP_ROWS, encoding_module.RADIX_ROWS = split, radix
         try:
             first, inverse = _group(key)
         finally:
-            lattice_module.PARALLEL_GROUP_ROWS, lattice_module.RADIX_ROWS = saved
+            lattice_module.PARALLEL_GROUP_ROWS, encoding_module.RADIX_ROWS = saved
         np.testing.assert_array_equal(inverse, want_inverse)
         assert len(first) == len(np.unique(key))
         np.testing.assert_array_equal(inverse[first], np.arange(len(first)))
