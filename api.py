@@ -75,8 +75,16 @@ class Release:
         Returns the gate's decision on the written file, verified as the flow verifies it:
         with the person of each written row (a person-keyed policy) and the input's
         distribution as t-closeness' reference, over the columns the release covers.
+
+        The file is written and verified under a hidden name next to ``path`` and renamed
+        to ``path`` only once the gate has passed it. Why: written at ``path`` first, a gate
+        that raised (out of memory) or a process killed while verifying left an unverified
+        release under the name the caller publishes.
         """
+        import os
+
         from privgate.core.anonymize import shuffle_rows
+        from privgate.core.publish import staging_owner, sweep_stale_files
 
         path = Path(path)
         facts = self.table.gate_facts()  # the persons (shuffled with the rows), the reference
@@ -86,16 +94,26 @@ class Release:
         rows = shuffle_rows(frame)
         if self.table.persons is not None:
             facts["persons"] = rows.pop(_PERSON).to_numpy(dtype=object)
-        if path.suffix == ".parquet":
-            rows.to_parquet(path, index=False)
-        else:
-            rows.to_csv(path, index=False)
-        setup = SearchSetup.from_policy(self.policy)
-        decision = stages.verify(
-            path, setup, self.metrics["input_rows"], covered=self.table.covered, **facts
-        )
+        # the suffix keeps the format: the gate reads a ".parquet" file as Parquet
+        prefix, suffix = f".{path.stem}.", f".tmp{path.suffix}"
+        sweep_stale_files(path.parent, prefix, suffix)
+        staging = path.with_name(f"{prefix}{staging_owner()}{suffix}")
+        try:
+            if path.suffix == ".parquet":
+                rows.to_parquet(staging, index=False)
+            else:
+                rows.to_csv(staging, index=False)
+            setup = SearchSetup.from_policy(self.policy)
+            decision = stages.verify(
+                staging, setup, self.metrics["input_rows"], covered=self.table.covered, **facts
+            )
+        except BaseException:
+            staging.unlink(missing_ok=True)
+            raise
         if not decision.passed:
-            path.unlink()
+            staging.unlink()
+            return decision
+        os.replace(staging, path)
         return decision
 
 

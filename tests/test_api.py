@@ -12,6 +12,7 @@ import yaml
 from pycanon import anonymity
 
 import privgate
+import privgate.api as privgate_api
 from privgate.core.exceptions import AnonymizationError, PolicyError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,3 +80,32 @@ def test_the_api_runs_without_prefect(adult) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("fails", ["raises", "blocks", "passes"])
+def test_write_puts_only_a_verified_release_under_its_name(
+    adult, raw, tmp_path, monkeypatch, fails
+):
+    """Release.write wrote the file at its path, then verified it: a gate that raised (out of
+    memory) left the unverified release there. It is now written under a hidden name, renamed
+    once the gate has passed it, and removed otherwise; nothing else is left in the folder."""
+    from privgate.core.gate import GateDecision
+
+    release = privgate.anonymize(raw, adult.policy)
+    real_verify = privgate_api.stages.verify
+
+    def gate(*args, **kwargs):
+        if fails == "raises":
+            raise MemoryError("the gate ran out of memory")
+        decision = real_verify(*args, **kwargs)
+        return decision if fails == "passes" else GateDecision(False, ["blocked"], {})
+
+    monkeypatch.setattr(privgate_api.stages, "verify", gate)
+    path = tmp_path / "release.csv"
+    if fails == "raises":
+        with pytest.raises(MemoryError):
+            release.write(path)
+    else:
+        assert release.write(path).passed is (fails == "passes")
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == (["release.csv"] if fails == "passes" else [])
