@@ -75,14 +75,24 @@ def test_group_codes_overflowing_key_is_exact():
     np.testing.assert_array_equal(counts, expected[2])
 
 
+@pytest.mark.parametrize(
+    "keys", ["signed", "under 2**32", "over 2**32"]
+)  # the distinct keys sorted by radix only under 2**32 (RADIX_ROWS lowered to 1)
 @pytest.mark.parametrize("parts", [1, 2, 3, 7])
 @pytest.mark.parametrize("rows", [0, 1, 5, 4000])
-def test_hash_groups_is_np_unique_whatever_the_ranges(rows, parts):
+def test_hash_groups_is_np_unique_whatever_the_ranges(rows, parts, keys, monkeypatch):
     """The rows keyed and hashed one range per thread: np.unique's group ids (the keys'
     order), distinct keys, first rows and counts, for any number of ranges; every row keyed
-    once, in contiguous ranges; ``firsts=False`` leaves the first rows out."""
+    once, in contiguous ranges; ``firsts=False`` leaves the first rows out. With the merged
+    distinct keys sorted by radix passes where they fit 32 bits, by np.argsort elsewhere."""
+    monkeypatch.setattr(encoding, "RADIX_ROWS", 1)
     rng = np.random.default_rng(rows * 10 + parts)
-    key = rng.integers(-30, 300, rows).astype(np.int64) * 1_000_003
+    if keys == "signed":
+        key = rng.integers(-30, 300, rows).astype(np.int64) * 1_000_003
+    elif keys == "under 2**32":  # both 16-bit halves, neighbouring high halves
+        key = (rng.integers(60_000, 60_004, rows) << 16) + rng.integers(0, 40, rows)
+    else:
+        key = rng.integers(0, 40, rows) << 31
     ranges: list[tuple[int, int]] = []
 
     def build_key(start: int, stop: int) -> np.ndarray:
