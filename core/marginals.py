@@ -1,4 +1,5 @@
-"""Each released column's values against its input column's: gate facts of ``privgate anonymize``.
+"""Each released column's values against its input column's: gate facts of ``privgate anonymize``
+and of the release flow (:func:`privgate.core.gate.written_counts`).
 
 Why: the gate measures k and the other models on the quasi-identifier columns of the written
 file, and nothing else of its content. A writer that put the wrong codes under a column name
