@@ -170,14 +170,14 @@ def sort_order(key: np.ndarray) -> np.ndarray:
     stably by its high half (least significant digit first), in 25-38 ms for a million keys
     where ``np.argsort`` took 72 ms; the optimal search of a 10M-row table sorts a
     million-row key for each of its roll-ups from the frequency set. An ``int32`` key must
-    not be negative (mixed-radix keys of codes never are); an ``int64`` key is checked to lie
-    in ``[0, 2**32)``; any other key takes ``np.argsort``.
+    be negative (mixed-radix keys of codes never are), an ``int64`` key must lie in
+    ``[0, 2**32)``: both are checked (a negative key's high half would wrap and sort it last,
+    which still groups equal keys but breaks the order :func:`group_codes` promises); any
+    other key takes ``np.argsort``.
     """
-    if len(key) < RADIX_ROWS:
+    if len(key) < RADIX_ROWS or key.dtype not in (np.int32, np.int64) or int(key.min()) < 0:
         return np.argsort(key)
-    if key.dtype != np.int32 and not (
-        key.dtype == np.int64 and int(key.min()) >= 0 and int(key.max()) < 1 << 32
-    ):
+    if key.dtype == np.int64 and int(key.max()) >= 1 << 32:
         return np.argsort(key)
     low = (key & 0xFFFF).astype(np.uint16)
     by_low = np.argsort(low, kind="stable")
